@@ -1,0 +1,47 @@
+# loopwatch — `make help` lists the targets a newcomer needs.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BIN := $(CURDIR)/bin
+export KUBEBUILDER_ASSETS := $(BIN)
+export LOOPWATCH_BIN := $(BIN)
+GO ?= go
+
+# Pinned tools (kube-apiserver, etcd, prometheus, promtool, jsonnet, ...) are built from tools/go.mod.
+include tools/tools.mk
+
+.PHONY: help
+help: ## List the targets.
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+.PHONY: generate
+generate: ## Rebuild rules/, dashboards/ and jsonnet/ from the model (gen/).
+	$(GO) run ./cmd/loopwatch gen --out .
+
+.PHONY: check-generated
+check-generated: ## Fail when the committed generated files differ from what the generator writes.
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	$(GO) run ./cmd/loopwatch gen --out "$$tmp"; \
+	for d in rules dashboards jsonnet; do \
+	  [ -d "$$tmp/$$d" ] || continue; \
+	  diff -r "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
+	done; echo "generated files are fresh"
+
+.PHONY: lint
+lint: ## gofmt and go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
+	$(GO) vet ./...
+
+.PHONY: test-rules
+test-rules: $(BIN)/promtool ## promtool check + unit tests of the generated rules.
+	$(BIN)/promtool check rules rules/*.yaml
+	$(BIN)/promtool test rules testrules/*.yaml
+
+.PHONY: test
+test: tools lint check-generated test-rules ## Everything CI runs: Go tests (on real components), promtool, staleness.
+	$(GO) test -count=1 -timeout 40m ./...
+
+.PHONY: demo
+demo: tools ## A real control plane + exporter + operator + Prometheus catching an incident.
+	$(GO) run ./cmd/loopwatch-demo

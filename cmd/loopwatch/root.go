@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "loopwatch",
+		Short: "Observability for Kubernetes controllers: rules, dashboards, audit exporter",
+		Long: `loopwatch makes controller failures visible: queues falling behind, N+1 API calls,
+hot loops, write fights between controllers, replicas racing without leader election,
+stuck finalizers.
+
+  gen               generate Prometheus rules, PrometheusRule manifests, Grafana dashboards
+                    and a jsonnet mixin from one config
+  version           print the version`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newGenCommand(), newVersionCommand())
+	for _, c := range extraCommands {
+		root.AddCommand(c())
+	}
+	return root
+}
+
+// extraCommands are added by the files that wire in other packages' commands.
+var extraCommands []func() *cobra.Command

@@ -1,0 +1,30 @@
+package gen
+
+// apiCallsPerReconcileAlert fires when reconciles make many API calls each (seed 000: 50 calls
+// where 2 would do). Where a controller is instrumented with loopwatch's instrument package the
+// ratio is per controller; elsewhere it falls back to the process's client-go requests per
+// reconcile (which also counts informer lists and watches).
+func (b *builder) apiCallsPerReconcileAlert() []Rule {
+	a := b.cfg.Alerts.APICallsPerReconcile
+	s := b.selector("controller")
+	threshold := b.p.G("apiCallsPerReconcileThreshold", a.Threshold)
+	expr := lines(
+		"(",
+		"  "+sumBy(levelController, recAPIRequests),
+		"  /",
+		"  "+sumBy(levelController, recReconcileByResult),
+		") > "+threshold,
+		"or",
+		"(",
+		"  (",
+		"    "+sumBy(levelTarget, recClientRequests),
+		"    /",
+		"    "+sumBy(levelTarget, rate(sel("controller_runtime_reconcile_total", s), "5m")),
+		"  ) > "+threshold,
+		"  unless on ("+levelJob.by()+")",
+		"  "+recAPIRequests,
+		")")
+	return b.alert("apiCallsPerReconcile", "APICallsPerReconcileHigh", a.Common, expr,
+		"A controller makes many API calls per reconcile.",
+		"{{ if $labels.controller }}"+whereController+"{{ else }}"+whereTarget+"{{ end }} makes {{ $value | humanize }} API calls per reconcile. Read from the informer cache with field indexes instead of listing or getting per object.")
+}

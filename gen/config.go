@@ -1,0 +1,457 @@
+package gen
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+
+	"github.com/prometheus/common/model"
+	"sigs.k8s.io/yaml"
+)
+
+// Config is everything a user can change about the generated rules, dashboards and mixin. Every
+// field is optional: Default returns values that serve any controller-runtime controller scraped
+// by Prometheus, and a config file only overrides what it names.
+type Config struct {
+	// ClusterLabel is the label that tells clusters apart (multi-cluster setups, Thanos, Mimir).
+	// Every aggregation keeps it.
+	ClusterLabel string `json:"clusterLabel"`
+	// Selectors are PromQL label matchers (without braces) that pick the series each part reads.
+	Selectors Selectors `json:"selectors"`
+	// RunbookBaseURL is prefixed to "<AlertName>.md" in every alert's runbook_url annotation.
+	RunbookBaseURL string `json:"runbookBaseURL"`
+	// RuleInterval is the evaluation interval of every rule group.
+	RuleInterval Duration `json:"ruleInterval"`
+	// Groups chooses which rule groups (and their dashboards) are emitted.
+	Groups Groups `json:"groups"`
+	// Alerts holds the thresholds, `for` durations and severities of every alert.
+	Alerts Alerts `json:"alerts"`
+	// PrometheusRule is the metadata of the generated PrometheusRule manifest.
+	PrometheusRule ManifestMeta `json:"prometheusRule"`
+	// Dashboards configures the generated Grafana dashboards.
+	Dashboards DashboardsConfig `json:"dashboards"`
+}
+
+// Selectors are PromQL label matchers, written without braces, e.g. `job="my-operator"`.
+type Selectors struct {
+	// Controller selects the controller-runtime metrics (controller_runtime_*, workqueue_*,
+	// rest_client_*, leader_election_*, loopwatch_controller_*).
+	Controller string `json:"controller"`
+	// ControllerTargets selects the `up` series of scrape targets that are expected to expose
+	// controller-runtime metrics; the absent-metrics alert watches them.
+	ControllerTargets string `json:"controllerTargets"`
+	// Exporter selects the loopwatch audit exporter's metrics.
+	Exporter string `json:"exporter"`
+	// APIServer selects the kube-apiserver's own metrics (apiserver_audit_*).
+	APIServer string `json:"apiserver"`
+}
+
+// Groups switches rule groups on or off.
+type Groups struct {
+	// Controller: queue, latency, errors, writes and absent-metrics rules.
+	Controller bool `json:"controller"`
+	// LeaderElection: no leader, several leaders, flapping leadership.
+	LeaderElection bool `json:"leaderElection"`
+	// SLO: multi-window, multi-burn-rate alerts on the reconcile success ratio.
+	SLO bool `json:"slo"`
+	// Audit: fights, hot objects, replica races, conflicts and relists from the audit exporter.
+	// Turn it off when the exporter does not run.
+	Audit bool `json:"audit"`
+}
+
+// ManifestMeta is the metadata of a generated Kubernetes manifest.
+type ManifestMeta struct {
+	Name      string            `json:"name"`
+	Namespace string            `json:"namespace"`
+	Labels    map[string]string `json:"labels"`
+}
+
+// DashboardsConfig configures the generated dashboards.
+type DashboardsConfig struct {
+	// UIDs of the dashboards, by dashboard key (controller, audit, exporter).
+	UIDs map[string]string `json:"uids"`
+	// Tags put on every dashboard.
+	Tags []string `json:"tags"`
+	// Refresh is the default refresh interval, e.g. "30s".
+	Refresh string `json:"refresh"`
+	// ConfigMap is the metadata of the ConfigMaps for the Grafana sidecar (one per dashboard;
+	// the name gets the dashboard key appended).
+	ConfigMap ManifestMeta `json:"configMap"`
+}
+
+// Severity of an alert: critical pages, warning opens a ticket, info is context.
+type Severity string
+
+// The severities an alert may have.
+const (
+	SeverityCritical Severity = "critical"
+	SeverityWarning  Severity = "warning"
+	SeverityInfo     Severity = "info"
+)
+
+// Duration is a Prometheus duration ("15m", "1h30m") in YAML.
+type Duration model.Duration
+
+// String formats d as Prometheus does.
+func (d Duration) String() string { return model.Duration(d).String() }
+
+// MarshalJSON writes d as a Prometheus duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+// UnmarshalJSON reads a Prometheus duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"15m\": %w", err)
+	}
+	v, err := model.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Common is what every alert has.
+type Common struct {
+	// Disabled drops the alert from the output.
+	Disabled bool `json:"disabled,omitempty"`
+	// Severity label of the alert.
+	Severity Severity `json:"severity"`
+	// For is how long the condition must hold before the alert fires.
+	For Duration `json:"for"`
+}
+
+// ThresholdAlert is an alert on one number crossing a threshold.
+type ThresholdAlert struct {
+	Common    `json:",inline"`
+	Threshold float64 `json:"threshold"`
+}
+
+// BacklogAlert fires when a queue is deep and still growing.
+type BacklogAlert struct {
+	Common `json:",inline"`
+	// Depth is the queue depth (all priorities) above which a growing queue is a backlog.
+	Depth float64 `json:"depth"`
+}
+
+// HistogramShareAlert fires when more than Share of the observations of a histogram were above
+// Bucket. Bucket must be one of the histogram's own bucket bounds: the share is then exact,
+// unlike a quantile interpolated inside a wide bucket.
+type HistogramShareAlert struct {
+	Common `json:",inline"`
+	Bucket float64 `json:"bucket"`
+	Share  float64 `json:"share"`
+}
+
+// HotLoopAlert fires when a controller reconciles often, much faster than usual, while writing.
+type HotLoopAlert struct {
+	Common `json:",inline"`
+	// ReconcilesPerSecond is the reconcile rate above which a controller may be hot-looping.
+	ReconcilesPerSecond float64 `json:"reconcilesPerSecond"`
+	// WritesPerSecond is the write (POST, PUT, PATCH, DELETE) rate of the controller's process
+	// above which the loop is costly.
+	WritesPerSecond float64 `json:"writesPerSecond"`
+	// FastSeconds: a mean reconcile time under this is "too fast" (seed 002: p50 of 2 ms).
+	FastSeconds float64 `json:"fastSeconds"`
+	// FasterThanUsual: a mean reconcile time this many times lower than the controller's own
+	// average of the last day is also "too fast".
+	FasterThanUsual float64 `json:"fasterThanUsual"`
+}
+
+// BurnRateAlerts are the multi-window, multi-burn-rate alerts on an error budget.
+type BurnRateAlerts struct {
+	// Objective is the target success ratio of reconciles, e.g. 0.99.
+	Objective float64 `json:"objective"`
+	// Page covers the fast burns (14.4× over 5m and 1h, 6× over 30m and 6h).
+	Page Common `json:"page"`
+	// Ticket covers the slow burns (3× over 2h and 1d, 1× over 6h and 3d).
+	Ticket Common `json:"ticket"`
+}
+
+// Alerts holds the settings of every alert loopwatch generates.
+type Alerts struct {
+	QueueBacklog             BacklogAlert        `json:"queueBacklog"`
+	QueueWait                HistogramShareAlert `json:"queueWait"`
+	ReconcileLatency         HistogramShareAlert `json:"reconcileLatency"`
+	ProcessorStuck           ThresholdAlert      `json:"processorStuck"`
+	ReconcileErrors          ThresholdAlert      `json:"reconcileErrors"`
+	PatchRate                ThresholdAlert      `json:"patchRate"`
+	HotLoop                  HotLoopAlert        `json:"hotLoop"`
+	APICallsPerReconcile     ThresholdAlert      `json:"apiCallsPerReconcile"`
+	FinalizerStuck           ThresholdAlert      `json:"finalizerStuck"`
+	WorkqueueMetricsMissing  Common              `json:"workqueueMetricsMissing"`
+	ControllerMetricsMissing Common              `json:"controllerMetricsMissing"`
+	LeaderMissing            Common              `json:"leaderMissing"`
+	LeaderMultiple           Common              `json:"leaderMultiple"`
+	LeaderFlapping           ThresholdAlert      `json:"leaderFlapping"`
+	ErrorBudgetBurn          BurnRateAlerts      `json:"errorBudgetBurn"`
+	WriteFight               ThresholdAlert      `json:"writeFight"`
+	HotObject                ThresholdAlert      `json:"hotObject"`
+	ReplicaRace              ThresholdAlert      `json:"replicaRace"`
+	ConflictStorm            ThresholdAlert      `json:"conflictStorm"`
+	RelistStorm              ThresholdAlert      `json:"relistStorm"`
+	ExporterNotReceiving     Common              `json:"exporterNotReceiving"`
+	ExporterDropping         ThresholdAlert      `json:"exporterDropping"`
+	AuditWebhookErrors       ThresholdAlert      `json:"auditWebhookErrors"`
+}
+
+func common(sev Severity, forDur string) Common {
+	d, err := model.ParseDuration(forDur)
+	if err != nil {
+		panic(err)
+	}
+	return Common{Severity: sev, For: Duration(d)}
+}
+
+// Default returns the configuration used when no config file is given.
+func Default() Config {
+	return Config{
+		ClusterLabel: "cluster",
+		Selectors: Selectors{
+			Controller:        `job!=""`,
+			ControllerTargets: `job=~".*(controller|operator|manager).*"`,
+			Exporter:          `job=~".*loopwatch-exporter.*"`,
+			APIServer:         `job="apiserver"`,
+		},
+		RunbookBaseURL: "https://github.com/loopwatch/loopwatch/blob/main/docs/runbooks/",
+		RuleInterval:   Duration(model.Duration(60e9)),
+		Groups:         Groups{Controller: true, LeaderElection: true, SLO: true, Audit: true},
+		Alerts: Alerts{
+			QueueBacklog:             BacklogAlert{Common: common(SeverityWarning, "15m"), Depth: 100},
+			QueueWait:                HistogramShareAlert{Common: common(SeverityWarning, "10m"), Bucket: 10, Share: 0.1},
+			ReconcileLatency:         HistogramShareAlert{Common: common(SeverityWarning, "15m"), Bucket: 5, Share: 0.1},
+			ProcessorStuck:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 600},
+			ReconcileErrors:          ThresholdAlert{Common: common(SeverityWarning, "15m"), Threshold: 0.1},
+			PatchRate:                ThresholdAlert{Common: common(SeverityWarning, "15m"), Threshold: 10},
+			HotLoop:                  HotLoopAlert{Common: common(SeverityWarning, "15m"), ReconcilesPerSecond: 1, WritesPerSecond: 1, FastSeconds: 0.01, FasterThanUsual: 10},
+			APICallsPerReconcile:     ThresholdAlert{Common: common(SeverityWarning, "15m"), Threshold: 20},
+			FinalizerStuck:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 300},
+			WorkqueueMetricsMissing:  common(SeverityWarning, "15m"),
+			ControllerMetricsMissing: common(SeverityWarning, "15m"),
+			LeaderMissing:            common(SeverityCritical, "5m"),
+			LeaderMultiple:           common(SeverityCritical, "2m"),
+			LeaderFlapping:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 4},
+			ErrorBudgetBurn: BurnRateAlerts{
+				Objective: 0.99,
+				Page:      common(SeverityCritical, "2m"),
+				Ticket:    common(SeverityWarning, "15m"),
+			},
+			WriteFight:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 0.01},
+			HotObject:            ThresholdAlert{Common: common(SeverityWarning, "10m"), Threshold: 1},
+			ReplicaRace:          ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 2},
+			ConflictStorm:        ThresholdAlert{Common: common(SeverityWarning, "10m"), Threshold: 1},
+			RelistStorm:          ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 5},
+			ExporterNotReceiving: common(SeverityWarning, "10m"),
+			ExporterDropping:     ThresholdAlert{Common: common(SeverityWarning, "10m"), Threshold: 0},
+			AuditWebhookErrors:   ThresholdAlert{Common: common(SeverityCritical, "5m"), Threshold: 0},
+		},
+		PrometheusRule: ManifestMeta{
+			Name:      "loopwatch",
+			Namespace: "monitoring",
+			Labels:    map[string]string{"app.kubernetes.io/name": "loopwatch", "role": "alert-rules"},
+		},
+		Dashboards: DashboardsConfig{
+			UIDs: map[string]string{
+				"controller": "loopwatch-controller",
+				"audit":      "loopwatch-audit",
+				"exporter":   "loopwatch-exporter",
+			},
+			Tags:    []string{"loopwatch", "kubernetes-controllers"},
+			Refresh: "30s",
+			ConfigMap: ManifestMeta{
+				Name:      "loopwatch-dashboard",
+				Namespace: "monitoring",
+				Labels:    map[string]string{"grafana_dashboard": "1"},
+			},
+		},
+	}
+}
+
+// Load reads a config file over the defaults: fields the file does not name keep their default.
+// Unknown fields are errors. The result is validated.
+func Load(path string) (Config, error) {
+	cfg := Default()
+	if path == "" {
+		return cfg, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse reads config YAML over the defaults and validates it. name is used in error messages.
+func Parse(name string, b []byte) (Config, error) {
+	cfg := Default()
+	var doc any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return cfg, fmt.Errorf("%s: %w", name, err)
+	}
+	if doc != nil {
+		var v validator
+		checkFields(&v, doc, reflect.TypeFor[Config](), "")
+		if err := v.err(); err != nil {
+			return cfg, fmt.Errorf("%s: invalid config:\n%w", name, err)
+		}
+	}
+	if err := yaml.UnmarshalStrict(b, &cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%s: invalid config:\n%w", name, err)
+	}
+	return cfg, nil
+}
+
+// Validate reports every problem of c at once, each with its field path.
+func (c Config) Validate() error {
+	var v validator
+	if !model.LegacyValidation.IsValidLabelName(c.ClusterLabel) {
+		v.add("clusterLabel", "%q is not a valid label name", c.ClusterLabel)
+	}
+	v.selector("selectors.controller", c.Selectors.Controller)
+	v.selector("selectors.controllerTargets", c.Selectors.ControllerTargets)
+	v.selector("selectors.exporter", c.Selectors.Exporter)
+	v.selector("selectors.apiserver", c.Selectors.APIServer)
+	if u, err := url.Parse(c.RunbookBaseURL); err != nil || u.Scheme == "" || u.Host == "" {
+		v.add("runbookBaseURL", "%q is not an absolute URL", c.RunbookBaseURL)
+	}
+	if c.RuleInterval <= 0 {
+		v.add("ruleInterval", "must be positive")
+	}
+	a := c.Alerts
+	v.backlog("alerts.queueBacklog", a.QueueBacklog)
+	v.histogramShare("alerts.queueWait", a.QueueWait, workqueueBuckets)
+	v.histogramShare("alerts.reconcileLatency", a.ReconcileLatency, reconcileTimeBuckets)
+	v.threshold("alerts.processorStuck", a.ProcessorStuck, positive)
+	v.threshold("alerts.reconcileErrors", a.ReconcileErrors, ratio)
+	v.threshold("alerts.patchRate", a.PatchRate, positive)
+	v.hotLoop("alerts.hotLoop", a.HotLoop)
+	v.threshold("alerts.apiCallsPerReconcile", a.APICallsPerReconcile, positive)
+	v.threshold("alerts.finalizerStuck", a.FinalizerStuck, positive)
+	v.common("alerts.workqueueMetricsMissing", a.WorkqueueMetricsMissing)
+	v.common("alerts.controllerMetricsMissing", a.ControllerMetricsMissing)
+	v.common("alerts.leaderMissing", a.LeaderMissing)
+	v.common("alerts.leaderMultiple", a.LeaderMultiple)
+	v.threshold("alerts.leaderFlapping", a.LeaderFlapping, positive)
+	if o := a.ErrorBudgetBurn.Objective; !(o < 1 && pageBurnRate*(1-o) <= 1) {
+		v.add("alerts.errorBudgetBurn.objective", "must be in (%g, 1): the fastest burn rate (14.4) must fit in the error budget, got %g", 1-1/14.4, o)
+	}
+	v.common("alerts.errorBudgetBurn.page", a.ErrorBudgetBurn.Page)
+	v.common("alerts.errorBudgetBurn.ticket", a.ErrorBudgetBurn.Ticket)
+	v.threshold("alerts.writeFight", a.WriteFight, positive)
+	v.threshold("alerts.hotObject", a.HotObject, positive)
+	v.threshold("alerts.replicaRace", a.ReplicaRace, atLeastTwo)
+	v.threshold("alerts.conflictStorm", a.ConflictStorm, positive)
+	v.threshold("alerts.relistStorm", a.RelistStorm, positive)
+	v.common("alerts.exporterNotReceiving", a.ExporterNotReceiving)
+	v.threshold("alerts.exporterDropping", a.ExporterDropping, nonNegative)
+	v.threshold("alerts.auditWebhookErrors", a.AuditWebhookErrors, nonNegative)
+	v.meta("prometheusRule", c.PrometheusRule)
+	v.meta("dashboards.configMap", c.Dashboards.ConfigMap)
+	for _, key := range dashboardKeys {
+		if c.Dashboards.UIDs[key] == "" {
+			v.add("dashboards.uids."+key, "must be set")
+		} else if len(c.Dashboards.UIDs[key]) > 40 {
+			v.add("dashboards.uids."+key, "%q is longer than Grafana's 40 characters", c.Dashboards.UIDs[key])
+		}
+	}
+	for key := range c.Dashboards.UIDs {
+		if !slices.Contains(dashboardKeys, key) {
+			v.add("dashboards.uids."+key, "unknown dashboard (known: %v)", dashboardKeys)
+		}
+	}
+	if _, err := model.ParseDuration(c.Dashboards.Refresh); err != nil {
+		v.add("dashboards.refresh", "%v", err)
+	}
+	return v.err()
+}
+
+type validator struct{ errs []error }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.errs = append(v.errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+}
+
+func (v *validator) err() error { return errors.Join(v.errs...) }
+
+func (v *validator) selector(path, s string) {
+	if s == "" {
+		v.add(path, `must not be empty (use job!="" to match every target)`)
+		return
+	}
+	if _, err := promqlParser.ParseMetricSelector("{" + s + "}"); err != nil {
+		v.add(path, "%q is not a list of label matchers: %v", s, err)
+	}
+}
+
+func (v *validator) common(path string, c Common) {
+	switch c.Severity {
+	case SeverityCritical, SeverityWarning, SeverityInfo:
+	default:
+		v.add(path+".severity", "%q is not one of critical, warning, info", c.Severity)
+	}
+	if c.For < 0 {
+		v.add(path+".for", "must not be negative")
+	}
+}
+
+type bound struct {
+	ok   func(float64) bool
+	want string
+}
+
+var (
+	positive    = bound{func(f float64) bool { return f > 0 }, "must be positive"}
+	nonNegative = bound{func(f float64) bool { return f >= 0 }, "must not be negative"}
+	ratio       = bound{func(f float64) bool { return f > 0 && f < 1 }, "must be a ratio in (0, 1)"}
+	atLeastTwo  = bound{func(f float64) bool { return f >= 2 }, "must be at least 2"}
+)
+
+func (v *validator) number(path string, f float64, b bound) {
+	if !b.ok(f) {
+		v.add(path, "%s, got %s", b.want, strconv.FormatFloat(f, 'g', -1, 64))
+	}
+}
+
+func (v *validator) threshold(path string, a ThresholdAlert, b bound) {
+	v.common(path, a.Common)
+	v.number(path+".threshold", a.Threshold, b)
+}
+
+func (v *validator) backlog(path string, a BacklogAlert) {
+	v.common(path, a.Common)
+	v.number(path+".depth", a.Depth, positive)
+}
+
+func (v *validator) histogramShare(path string, a HistogramShareAlert, buckets []float64) {
+	v.common(path, a.Common)
+	if !slices.Contains(buckets, a.Bucket) {
+		v.add(path+".bucket", "%g is not a bucket bound of the histogram (bounds: %v)", a.Bucket, buckets)
+	}
+	v.number(path+".share", a.Share, ratio)
+}
+
+func (v *validator) hotLoop(path string, a HotLoopAlert) {
+	v.common(path, a.Common)
+	v.number(path+".reconcilesPerSecond", a.ReconcilesPerSecond, positive)
+	v.number(path+".writesPerSecond", a.WritesPerSecond, positive)
+	v.number(path+".fastSeconds", a.FastSeconds, positive)
+	v.number(path+".fasterThanUsual", a.FasterThanUsual, bound{func(f float64) bool { return f > 1 }, "must be greater than 1"})
+}
+
+func (v *validator) meta(path string, m ManifestMeta) {
+	if m.Name == "" {
+		v.add(path+".name", "must be set")
+	}
+	if m.Namespace == "" {
+		v.add(path+".namespace", "must be set")
+	}
+}

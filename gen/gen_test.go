@@ -1,0 +1,265 @@
+package gen
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/prometheus/model/rulefmt"
+)
+
+var update = flag.Bool("update", false, "rewrite the committed generated files (rules/, dashboards/, jsonnet/)")
+
+// repoRoot is where the committed outputs live.
+const repoRoot = ".."
+
+func buildDefault(t *testing.T) *Model {
+	t.Helper()
+	m, err := Build(Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func files(t *testing.T, m *Model) map[string][]byte {
+	t.Helper()
+	fs, err := m.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]byte{}
+	for _, f := range fs {
+		out[f.Path] = f.Content
+	}
+	return out
+}
+
+// The committed rules/, dashboards/ and jsonnet/ are exactly what the generator writes.
+func TestGoldenOutputs(t *testing.T) {
+	got := files(t, buildDefault(t))
+	if *update {
+		var fs []File
+		for p, c := range got {
+			fs = append(fs, File{p, c})
+		}
+		if err := WriteFiles(repoRoot, fs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for path, content := range got {
+		want, err := os.ReadFile(filepath.Join(repoRoot, path))
+		if err != nil {
+			t.Errorf("%s: %v (run make generate)", path, err)
+			continue
+		}
+		if !bytes.Equal(content, want) {
+			t.Errorf("%s is stale: run make generate", path)
+		}
+	}
+	for _, dir := range []string{"rules", "dashboards", "jsonnet"} {
+		filepath.WalkDir(filepath.Join(repoRoot, dir), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, _ := filepath.Rel(repoRoot, p)
+			if _, ok := got[filepath.ToSlash(rel)]; !ok {
+				t.Errorf("%s is committed but not generated: remove it", rel)
+			}
+			return nil
+		})
+	}
+}
+
+func TestOutputIsDeterministic(t *testing.T) {
+	a, b := files(t, buildDefault(t)), files(t, buildDefault(t))
+	for p := range a {
+		if !bytes.Equal(a[p], b[p]) {
+			t.Errorf("%s differs between two runs", p)
+		}
+	}
+}
+
+func TestGeneratedFilesCarryHeader(t *testing.T) {
+	for p, c := range files(t, buildDefault(t)) {
+		if !bytes.Contains(c[:min(len(c), 200)], []byte(Header)) {
+			t.Errorf("%s: no %q header near the top", p, Header)
+		}
+	}
+}
+
+// The rules file passes Prometheus' own parser and validation (rulefmt, as promtool and the
+// rule manager load it).
+func TestRulesFileValidatesWithRulefmt(t *testing.T) {
+	for _, cfgFile := range []string{"", "testdata/config/custom.good.yaml"} {
+		cfg, err := Load(cfgFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Build(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		content := files(t, m)[RulesFile]
+		groups, errs := rulefmt.Parse(content, false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
+		if len(errs) > 0 {
+			t.Fatalf("config %q: rulefmt: %v", cfgFile, errs)
+		}
+		if len(groups.Groups) == 0 {
+			t.Fatal("no groups")
+		}
+	}
+}
+
+// Every alert says where to look and how to fix it.
+func TestAlertsHaveLabelsAndAnnotations(t *testing.T) {
+	m := buildDefault(t)
+	groups, err := m.RuleGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			n++
+			if !strings.HasPrefix(r.Alert, alertPrefix) {
+				t.Errorf("%s: name lacks prefix %q", r.Alert, alertPrefix)
+			}
+			switch Severity(r.Labels["severity"]) {
+			case SeverityCritical, SeverityWarning, SeverityInfo:
+			default:
+				t.Errorf("%s: severity %q", r.Alert, r.Labels["severity"])
+			}
+			if s := r.Annotations["summary"]; s == "" || !strings.HasSuffix(s, ".") || strings.Contains(s, "{{") {
+				t.Errorf("%s: summary %q must be a static sentence", r.Alert, s)
+			}
+			if d := r.Annotations["description"]; !strings.Contains(d, "$labels.") {
+				t.Errorf("%s: description %q names no label", r.Alert, d)
+			}
+			if u := r.Annotations["runbook_url"]; u != m.Config.RunbookBaseURL+r.Alert+".md" {
+				t.Errorf("%s: runbook_url %q", r.Alert, u)
+			}
+			if r.For == 0 {
+				t.Errorf("%s: no for", r.Alert)
+			}
+		}
+	}
+	if n < 15 {
+		t.Errorf("only %d alerts", n)
+	}
+}
+
+// Every rule and dashboard expression parses, reads only catalogued metrics, never rate()s a
+// gauge, and (rules) keeps the cluster label in every aggregation.
+func TestLintPassesOnDefaultAndCustomConfigs(t *testing.T) {
+	for _, cfgFile := range []string{"", "testdata/config/custom.good.yaml"} {
+		cfg, err := Load(cfgFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Build(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Lint(); err != nil {
+			t.Errorf("config %q: %v", cfgFile, err)
+		}
+	}
+}
+
+func TestExprCheckerCatchesMistakes(t *testing.T) {
+	c := buildDefault(t).NewExprChecker()
+	tests := []struct {
+		name, expr, want string
+	}{
+		{"rate over a gauge", `sum by (cluster) (rate(workqueue_unfinished_work_seconds[5m]))`, `rate() over gauge "workqueue_unfinished_work_seconds"`},
+		{"unknown metric", `sum by (cluster) (workqueue_dept)`, `metric "workqueue_dept" is not in the catalogue`},
+		{"aggregation dropping the cluster label", `sum by (controller) (workqueue_depth)`, `drops the cluster label`},
+		{"without instead of by", `sum without (priority) (workqueue_depth)`, `sum without (...)`},
+		{"syntax error", `sum by (cluster (workqueue_depth)`, `parse:`},
+		{"histogram bucket of an unknown histogram", `sum by (cluster) (rate(foo_bucket[5m]))`, `metric "foo_bucket"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := c.Check(tt.expr, true)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Check(%q) = %v, want error containing %q", tt.expr, err, tt.want)
+			}
+		})
+	}
+	for _, ok := range []string{
+		`sum by (cluster, le) (rate(workqueue_queue_duration_seconds_bucket[5m]))`,
+		`max by (cluster) (workqueue_longest_running_processor_seconds)`,
+		`sum by (cluster) (changes(leader_election_master_status[1h]))`,
+	} {
+		if err := c.Check(ok, true); err != nil {
+			t.Errorf("Check(%q) = %v, want nil", ok, err)
+		}
+	}
+}
+
+// A custom config changes selectors, the cluster label and thresholds in both rules and
+// dashboards.
+func TestCustomConfigReachesRulesAndDashboards(t *testing.T) {
+	cfg, err := Load("testdata/config/custom.good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := files(t, m)
+	rules := string(fs[RulesFile])
+	for _, want := range []string{
+		`workqueue_depth{job="backup-operator", namespace="backup-system"}`,
+		`sum by (k8s_cluster, namespace, job, controller)`,
+		`cluster_namespace_job_controller:workqueue_depth:sum > 500`,
+		`for: 30m`,
+		`le=~"10(\\.0)?"`,
+		`> 0.05`,
+		`{method="PATCH"} > 5`,
+		`severity: critical`,
+		`interval: 30s`,
+		`https://runbooks.example.com/loopwatch/LoopwatchQueueBacklog.md`,
+	} {
+		if !strings.Contains(rules, want) {
+			t.Errorf("rules lack %q", want)
+		}
+	}
+	for _, gone := range []string{"LoopwatchHotLoop", "loopwatch.audit", `job!=""`, "sum by (cluster,"} {
+		if strings.Contains(rules, gone) {
+			t.Errorf("rules still contain %q", gone)
+		}
+	}
+	dash := string(fs["dashboards/loopwatch-controller.json"])
+	for _, want := range []string{`job=\"backup-operator\", namespace=\"backup-system\", k8s_cluster=~\"$cluster\"`, `"uid": "backup-controller"`, "label_values(controller_runtime_reconcile_total{job=\\\"backup-operator\\\", namespace=\\\"backup-system\\\"}, k8s_cluster)"} {
+		if !strings.Contains(dash, want) {
+			t.Errorf("dashboard lacks %q", want)
+		}
+	}
+}
+
+func TestPrometheusRuleManifestHoldsTheSameGroups(t *testing.T) {
+	fs := files(t, buildDefault(t))
+	pr := string(fs[PrometheusRuleFile])
+	for _, want := range []string{"apiVersion: monitoring.coreos.com/v1", "kind: PrometheusRule", "name: loopwatch", "namespace: monitoring", "role: alert-rules"} {
+		if !strings.Contains(pr, want) {
+			t.Errorf("manifest lacks %q", want)
+		}
+	}
+	// spec.groups is the rule file's groups, indented under spec.
+	rules := strings.TrimPrefix(string(fs[RulesFile]), "# "+Header+"\n")
+	indented := strings.ReplaceAll(strings.TrimSuffix(rules, "\n"), "\n", "\n  ")
+	if !strings.Contains(pr, "spec:\n  "+indented) {
+		t.Error("spec.groups differs from the rule file's groups")
+	}
+}

@@ -1,0 +1,244 @@
+package gen
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/grafana-tools/sdk"
+	"github.com/prometheus/prometheus/promql/parser"
+)
+
+// The project's own checks of generated PromQL and dashboards, used by the tests and by
+// `loopwatch gen` before it writes anything: every expression parses, reads only known metrics,
+// never applies a counter function to a gauge, and keeps the cluster label in aggregations.
+
+// counterFuncs are the functions that only make sense on counters.
+var counterFuncs = []string{"rate", "irate", "increase", "resets"}
+
+// ExprChecker checks PromQL expressions against the metric catalogue.
+type ExprChecker struct {
+	// Known are the metric families that exist, by name.
+	Known map[string]KnownMetric
+	// Recorded are the recording rules' names: they exist once the rules run.
+	Recorded map[string]bool
+	// ClusterLabel must appear in every `by` clause.
+	ClusterLabel string
+}
+
+// NewExprChecker returns a checker for the model's expressions.
+func (m *Model) NewExprChecker() *ExprChecker {
+	rec := map[string]bool{}
+	for _, g := range m.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				rec[r.Record] = true
+			}
+		}
+	}
+	return &ExprChecker{Known: Catalogue(), Recorded: rec, ClusterLabel: m.Config.ClusterLabel}
+}
+
+// histogramSuffixes are the series suffixes of a classic histogram.
+var histogramSuffixes = []string{"_bucket", "_count", "_sum"}
+
+// family returns the catalogue entry a series name belongs to.
+func (c *ExprChecker) family(name string) (KnownMetric, bool) {
+	if m, ok := c.Known[name]; ok && m.Type != Histogram {
+		return m, true
+	}
+	for _, s := range histogramSuffixes {
+		if base, ok := strings.CutSuffix(name, s); ok {
+			if m, ok := c.Known[base]; ok && m.Type == Histogram {
+				return m, true
+			}
+		}
+	}
+	return KnownMetric{}, false
+}
+
+// Check parses expr and reports every problem. requireCluster asks that every aggregation with a
+// `by` clause keeps the cluster label (dashboard queries aggregate per panel and need not).
+func (c *ExprChecker) Check(expr string, requireCluster bool) error {
+	e, err := promqlParser.ParseExpr(expr)
+	if err != nil {
+		return fmt.Errorf("parse: %w", err)
+	}
+	var errs []error
+	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
+		switch n := node.(type) {
+		case *parser.VectorSelector:
+			if n.Name == "" {
+				errs = append(errs, fmt.Errorf("selector %s has no metric name", n))
+			} else if _, ok := c.family(n.Name); !ok && !c.Recorded[n.Name] {
+				errs = append(errs, fmt.Errorf("metric %q is not in the catalogue of known metrics", n.Name))
+			}
+		case *parser.Call:
+			if !slices.Contains(counterFuncs, n.Func.Name) {
+				return nil
+			}
+			for _, arg := range n.Args {
+				ms, ok := arg.(*parser.MatrixSelector)
+				if !ok {
+					continue
+				}
+				vs, ok := ms.VectorSelector.(*parser.VectorSelector)
+				if !ok {
+					continue
+				}
+				if m, ok := c.family(vs.Name); ok && m.Type == Gauge {
+					errs = append(errs, fmt.Errorf("%s() over gauge %q", n.Func.Name, vs.Name))
+				}
+			}
+		case *parser.AggregateExpr:
+			if n.Without {
+				errs = append(errs, fmt.Errorf("%s without (...): aggregate with by (...) so the kept labels are explicit", n.Op))
+			}
+			if requireCluster && len(n.Grouping) > 0 && !slices.Contains(n.Grouping, c.ClusterLabel) {
+				errs = append(errs, fmt.Errorf("%s by (%s) drops the cluster label %q", n.Op, strings.Join(n.Grouping, ", "), c.ClusterLabel))
+			}
+		}
+		return nil
+	})
+	return errors.Join(errs...)
+}
+
+var grafanaVar = regexp.MustCompile(`\$\{?(\w+)\}?`)
+
+// GrafanaVars returns the names of the template variables a query uses, without the built-ins.
+func GrafanaVars(query string) []string {
+	var out []string
+	for _, m := range grafanaVar.FindAllStringSubmatch(query, -1) {
+		if !strings.HasPrefix(m[1], "__") && !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// SubstituteGrafanaVars replaces Grafana variables by values that keep a query valid PromQL:
+// intervals by 5m, everything else by the given value (".*" matches everything).
+func SubstituteGrafanaVars(query, value string) string {
+	return grafanaVar.ReplaceAllStringFunc(query, func(v string) string {
+		name := strings.Trim(v, "${}")
+		if strings.HasSuffix(name, "interval") {
+			return "5m"
+		}
+		return value
+	})
+}
+
+// CheckDashboard loads a dashboard's JSON back with grafana-tools/sdk and reports every
+// problem: duplicate panel ids, overlapping grid positions, undefined variables, queries that
+// do not parse or fail the expression checks.
+func (c *ExprChecker) CheckDashboard(raw []byte) error {
+	var board sdk.Board
+	if err := json.Unmarshal(raw, &board); err != nil {
+		return fmt.Errorf("load with grafana-tools/sdk: %w", err)
+	}
+	var errs []error
+	defined := map[string]bool{}
+	for _, v := range board.Templating.List {
+		defined[v.Name] = true
+	}
+	ids := map[uint]string{}
+	type rect struct{ x, y, w, h int }
+	var placed []rect
+	var titles []string
+	for _, p := range board.Panels {
+		if other, dup := ids[p.ID]; dup {
+			errs = append(errs, fmt.Errorf("panel %q: id %d already used by %q", p.Title, p.ID, other))
+		}
+		ids[p.ID] = p.Title
+		g := p.GridPos
+		if g.X == nil || g.Y == nil || g.W == nil || g.H == nil {
+			errs = append(errs, fmt.Errorf("panel %q: incomplete gridPos", p.Title))
+			continue
+		}
+		r := rect{*g.X, *g.Y, *g.W, *g.H}
+		if r.x < 0 || r.w <= 0 || r.x+r.w > gridWidth {
+			errs = append(errs, fmt.Errorf("panel %q: gridPos x=%d w=%d outside the 24-column grid", p.Title, r.x, r.w))
+		}
+		for i, o := range placed {
+			if r.x < o.x+o.w && o.x < r.x+r.w && r.y < o.y+o.h && o.y < r.y+r.h {
+				errs = append(errs, fmt.Errorf("panel %q overlaps panel %q", p.Title, titles[i]))
+			}
+		}
+		placed = append(placed, r)
+		titles = append(titles, p.Title)
+		targets := p.GetTargets()
+		if targets == nil {
+			continue
+		}
+		for _, t := range *targets {
+			for _, v := range GrafanaVars(t.Expr) {
+				if !defined[v] {
+					errs = append(errs, fmt.Errorf("panel %q: variable $%s is not defined", p.Title, v))
+				}
+			}
+			if err := c.Check(SubstituteGrafanaVars(t.Expr, ".*"), false); err != nil {
+				errs = append(errs, fmt.Errorf("panel %q: query %q: %w", p.Title, t.Expr, err))
+			}
+		}
+	}
+	for _, v := range board.Templating.List {
+		q, ok := v.Query.(map[string]any)
+		if !ok {
+			continue
+		}
+		s, _ := q["query"].(string)
+		inner, ok := strings.CutPrefix(s, "label_values(")
+		if !ok {
+			errs = append(errs, fmt.Errorf("variable %q: query %q is not label_values(...)", v.Name, s))
+			continue
+		}
+		i := strings.LastIndex(inner, ",")
+		if i < 0 {
+			errs = append(errs, fmt.Errorf("variable %q: query %q has no label", v.Name, s))
+			continue
+		}
+		for _, used := range GrafanaVars(inner) {
+			if !defined[used] {
+				errs = append(errs, fmt.Errorf("variable %q: uses undefined $%s", v.Name, used))
+			}
+		}
+		if err := c.Check(SubstituteGrafanaVars(inner[:i], ".*"), false); err != nil {
+			errs = append(errs, fmt.Errorf("variable %q: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Lint checks every expression of the model and every dashboard.
+func (m *Model) Lint() error {
+	c := m.NewExprChecker()
+	groups, err := m.RuleGroups()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if err := c.Check(r.Expr, true); err != nil {
+				errs = append(errs, fmt.Errorf("group %q rule %q: %w", g.Name, r.Record+r.Alert, err))
+			}
+		}
+	}
+	for _, d := range m.Dashboards {
+		v, err := m.DashboardJSON(d)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if err := c.CheckDashboard(b); err != nil {
+			errs = append(errs, fmt.Errorf("dashboard %q: %w", d.FileName(), err))
+		}
+	}
+	return errors.Join(errs...)
+}

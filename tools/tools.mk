@@ -1,0 +1,61 @@
+# Pinned tools, built from the small modules under tools/ into $(BIN) (BIN and GO come from the
+# root Makefile). One module per tool, so minimal-version selection between kubernetes, etcd and
+# prometheus never mixes their dependency graphs. Each binary is its own stamp: it depends on its
+# module's go.mod/go.sum and is touched after a build, so `make tools` rebuilds only what a version
+# bump made stale. envtest finds etcd and kube-apiserver through KUBEBUILDER_ASSETS=$(BIN).
+
+TOOLS_DIR := $(CURDIR)/tools
+
+KUBE_VERSION := v1.36.3
+KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
+	-X k8s.io/component-base/version.gitMajor=1 \
+	-X k8s.io/component-base/version.gitMinor=36 \
+	-X k8s.io/component-base/version.gitTreeState=clean
+PROMETHEUS_LDFLAGS := -X github.com/prometheus/common/version.Version=3.15.0
+
+# The two CRDs the project's manifests use, from prometheus-operator's example/prometheus-operator-crd/.
+PROMETHEUS_OPERATOR_CRDS := monitoring.coreos.com_prometheusrules.yaml monitoring.coreos.com_servicemonitors.yaml
+
+# Listed in build order: promtool first (make test-rules needs it soonest), the slow kube-apiserver early.
+TOOL_BINS := $(BIN)/promtool $(BIN)/etcd $(BIN)/kube-apiserver $(BIN)/prometheus $(BIN)/jsonnet \
+	$(BIN)/controller-gen $(addprefix $(BIN)/crds/,$(PROMETHEUS_OPERATOR_CRDS))
+
+.PHONY: tools
+tools: $(TOOL_BINS) ## Build the pinned tools (kube-apiserver, etcd, prometheus, promtool, jsonnet, controller-gen, CRDs) into bin/.
+
+.PHONY: clean-tools
+clean-tools: ## Remove the built tools from bin/.
+	rm -rf $(TOOL_BINS) $(BIN)/crds
+
+# tool-mod lists a tool module's pin files: the prerequisites that make a version bump rebuild it.
+tool-mod = $(TOOLS_DIR)/$(1)/go.mod $(TOOLS_DIR)/$(1)/go.sum
+
+$(BIN)/promtool: $(call tool-mod,prometheus)
+	$(GO) -C $(TOOLS_DIR)/prometheus build -ldflags '$(PROMETHEUS_LDFLAGS)' -o $@ github.com/prometheus/prometheus/cmd/promtool
+	@touch $@
+
+$(BIN)/prometheus: $(call tool-mod,prometheus)
+	$(GO) -C $(TOOLS_DIR)/prometheus build -ldflags '$(PROMETHEUS_LDFLAGS)' -o $@ github.com/prometheus/prometheus/cmd/prometheus
+	@touch $@
+
+$(BIN)/etcd: $(call tool-mod,etcd)
+	$(GO) -C $(TOOLS_DIR)/etcd build -o $@ go.etcd.io/etcd/server/v3
+	@touch $@
+
+$(BIN)/kube-apiserver: $(call tool-mod,kube-apiserver)
+	$(GO) -C $(TOOLS_DIR)/kube-apiserver build -ldflags '$(KUBE_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	@touch $@
+
+$(BIN)/jsonnet: $(call tool-mod,jsonnet)
+	$(GO) -C $(TOOLS_DIR)/jsonnet build -o $@ github.com/google/go-jsonnet/cmd/jsonnet
+	@touch $@
+
+$(BIN)/controller-gen: $(call tool-mod,controller-gen)
+	$(GO) -C $(TOOLS_DIR)/controller-gen build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	@touch $@
+
+$(BIN)/crds/%.yaml: $(call tool-mod,prometheus-operator)
+	@mkdir -p $(@D)
+	$(GO) -C $(TOOLS_DIR)/prometheus-operator mod download github.com/prometheus-operator/prometheus-operator
+	cp "$$($(GO) -C $(TOOLS_DIR)/prometheus-operator list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)/example/prometheus-operator-crd/$*.yaml" $@
+	@chmod u+w $@
