@@ -39,9 +39,14 @@ test-rules: $(BIN)/promtool ## promtool check + unit tests of the generated rule
 	$(BIN)/promtool test rules testrules/*.yaml
 
 .PHONY: test
-test: tools lint check-generated test-rules ## Everything CI runs: Go tests (on real components), promtool, staleness.
+test: tools binaries lint check-generated test-rules ## Everything CI runs: Go tests (on real components), promtool, staleness.
 	$(GO) test -count=1 -timeout 40m ./...
 
 .PHONY: demo
-demo: tools ## A real control plane + exporter + operator + Prometheus catching an incident.
+demo: tools binaries ## A real control plane + exporter + operator + Prometheus catching incidents.
 	$(GO) run ./cmd/loopwatch-demo
+
+.PHONY: binaries
+binaries: ## Build loopwatch and backup-operator into bin/ (the demo runs them as processes).
+	$(GO) build -o $(BIN)/loopwatch ./cmd/loopwatch
+	$(GO) build -o $(BIN)/backup-operator ./cmd/backup-operator

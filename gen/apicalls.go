@@ -26,5 +26,5 @@ func (b *builder) apiCallsPerReconcileAlert() []Rule {
 		")")
 	return b.alert("apiCallsPerReconcile", "APICallsPerReconcileHigh", a.Common, expr,
 		"A controller makes many API calls per reconcile.",
-		"{{ if $labels.controller }}"+whereController+"{{ else }}"+whereTarget+"{{ end }} makes {{ $value | humanize }} API calls per reconcile. Read from the informer cache with field indexes instead of listing or getting per object.")
+		"The {{ if $labels.controller }}"+whereController+"{{ else }}"+whereTarget+"{{ end }} makes {{ $value | humanize }} API calls per reconcile. Read from the informer cache with field indexes instead of listing or getting per object.")
 }

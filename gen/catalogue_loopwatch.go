@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"github.com/loopwatch/loopwatch/exporter"
 	"github.com/loopwatch/loopwatch/instrument"
 )
 
@@ -11,6 +12,9 @@ func init() {
 		var out []KnownMetric
 		for _, m := range instrument.MetricCatalogue() {
 			out = append(out, KnownMetric{Name: m.Name, Type: MetricType(m.Type), Labels: m.Labels, Source: "loopwatch instrument"})
+		}
+		for _, m := range exporter.MetricCatalogue() {
+			out = append(out, KnownMetric{Name: m.Name, Type: MetricType(m.Type), Labels: m.Labels, Source: "loopwatch audit exporter"})
 		}
 		return out
 	})

@@ -27,11 +27,11 @@ func (b *builder) controllerRecordingRules() []Rule {
 	return []Rule{
 		// workqueue_depth carries a `priority` label whose values churn with the priority queue:
 		// summing by the controller level drops it.
-		record(recQueueDepth, sumBy(levelController, sel("workqueue_depth", s))),
-		record(recQueueAdds, sumBy(levelController, rate(sel("workqueue_adds_total", s), "5m"))),
+		record(recQueueDepth, sumBy(levelController, sel("workqueue_depth", s, hasController))),
+		record(recQueueAdds, sumBy(levelController, rate(sel("workqueue_adds_total", s, hasController), "5m"))),
 		// A completed item observes workqueue_work_duration_seconds once: its count is the
 		// completion rate.
-		record(recQueueCompletions, sumBy(levelController, rate(sel("workqueue_work_duration_seconds_count", s), "5m"))),
+		record(recQueueCompletions, sumBy(levelController, rate(sel("workqueue_work_duration_seconds_count", s, hasController), "5m"))),
 		record(recReconcileByResult, sumBy(levelController.with("result"), rate(reconcile, "5m"))),
 		record(recReconcileMean, lines(
 			sumBy(levelController, rate(sel("controller_runtime_reconcile_time_seconds_sum", s), "5m")),

@@ -61,6 +61,10 @@ func (l level) record(metric, operations string) string {
 	return l.name + ":" + strings.TrimSuffix(metric, "_total") + ":" + operations
 }
 
+// hasController restricts workqueue_* series to controller-runtime's queues: kube-apiserver and
+// kube-controller-manager export workqueue_* too, with a `name` label but no `controller`.
+const hasController = `controller!=""`
+
 // dashboardKeys are the dashboards loopwatch generates, by key.
 var dashboardKeys = []string{"controller", "audit", "exporter"}
 

@@ -143,5 +143,8 @@ func (b *builder) dashboards() []Dashboard {
 	if b.cfg.Groups.Controller {
 		out = append(out, b.controllerDashboard())
 	}
+	if b.cfg.Groups.Audit {
+		out = append(out, b.auditDashboard(), b.exporterDashboard())
+	}
 	return out
 }

@@ -220,7 +220,7 @@ func TestCustomConfigReachesRulesAndDashboards(t *testing.T) {
 	fs := files(t, m)
 	rules := string(fs[RulesFile])
 	for _, want := range []string{
-		`workqueue_depth{job="backup-operator", namespace="backup-system"}`,
+		`workqueue_depth{job="backup-operator", namespace="backup-system", controller!=""}`,
 		`sum by (k8s_cluster, namespace, job, controller)`,
 		`cluster_namespace_job_controller:workqueue_depth:sum > 500`,
 		`for: 30m`,

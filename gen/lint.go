@@ -120,11 +120,12 @@ func GrafanaVars(query string) []string {
 }
 
 // SubstituteGrafanaVars replaces Grafana variables by values that keep a query valid PromQL:
-// intervals by 5m, everything else by the given value (".*" matches everything).
+// built-in durations ($__rate_interval, $__interval, $__range) by 5m, everything else by the
+// given value (".*" matches everything).
 func SubstituteGrafanaVars(query, value string) string {
 	return grafanaVar.ReplaceAllStringFunc(query, func(v string) string {
 		name := strings.Trim(v, "${}")
-		if strings.HasSuffix(name, "interval") {
+		if strings.HasPrefix(name, "__") {
 			return "5m"
 		}
 		return value

@@ -126,7 +126,7 @@ dashboards:
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`workqueue_depth{job=\"backup-operator\"}`, "k8s_cluster, namespace", "> 250", `le=~\"2.5(\\\\.0)?\"`, "(1 - 0.995)"} {
+	for _, want := range []string{`workqueue_depth{job=\"backup-operator\", controller!=\"\"}`, "k8s_cluster, namespace", "> 250", `le=~\"2.5(\\\\.0)?\"`, "(1 - 0.995)"} {
 		if !strings.Contains(string(rules), want) {
 			t.Errorf("overridden rules lack %s", want)
 		}

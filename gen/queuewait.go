@@ -10,9 +10,9 @@ func (b *builder) queueWaitAlert() []Rule {
 	s := b.selector("controller")
 	bound := b.p.G("queueWaitBucket", a.Bucket)
 	expr := lines(
-		paren(shareAbove(levelController, "workqueue_queue_duration_seconds", s, bound, "5m"))+" > "+b.p.G("queueWaitShare", a.Share),
+		paren(shareAbove(levelController, "workqueue_queue_duration_seconds", s+", "+hasController, bound, "5m"))+" > "+b.p.G("queueWaitShare", a.Share),
 		"and on ("+levelController.by()+")",
-		sumBy(levelController, sel("workqueue_depth", s, `priority!="-100"`))+" > 0")
+		sumBy(levelController, sel("workqueue_depth", s, hasController, `priority!="-100"`))+" > 0")
 	return b.alert("queueWait", "QueueWaitHigh", a.Common, expr,
 		"Items wait too long in a controller's work queue.",
 		"{{ $value | humanizePercentage }} of the items of "+whereController+" waited more than "+bound+"s in the queue while normal-priority items are queued. Look for a resync or startup storm, or too few workers.")

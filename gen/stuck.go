@@ -5,7 +5,7 @@ package gen
 // as is, never rate()d.
 func (b *builder) processorStuckAlert() []Rule {
 	a := b.cfg.Alerts.ProcessorStuck
-	expr := maxBy(levelController, sel("workqueue_longest_running_processor_seconds", b.selector("controller"))) +
+	expr := maxBy(levelController, sel("workqueue_longest_running_processor_seconds", b.selector("controller"), hasController)) +
 		" > " + b.p.G("processorStuckThreshold", a.Threshold)
 	return b.alert("processorStuck", "ProcessorStuck", a.Common, expr,
 		"A controller's reconcile has been running for too long.",

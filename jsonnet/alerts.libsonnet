@@ -19,7 +19,7 @@
           },
           {
             alert: "LoopwatchQueueWaitHigh",
-            expr: "(1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_bucket{%(controllerSelector)s, le=~\"%(queueWaitBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_count{%(controllerSelector)s}[5m]))\n)) > %(queueWaitShare)g\nand on (%(clusterLabel)s, namespace, job, controller)\nsum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, priority!=\"-100\"}) > 0" % $._config,
+            expr: "(1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_bucket{%(controllerSelector)s, controller!=\"\", le=~\"%(queueWaitBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))\n)) > %(queueWaitShare)g\nand on (%(clusterLabel)s, namespace, job, controller)\nsum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\", priority!=\"-100\"}) > 0" % $._config,
             'for': "%(queueWaitFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
@@ -41,7 +41,7 @@
           },
           {
             alert: "LoopwatchProcessorStuck",
-            expr: "max by (%(clusterLabel)s, namespace, job, controller) (workqueue_longest_running_processor_seconds{%(controllerSelector)s}) > %(processorStuckThreshold)g" % $._config,
+            expr: "max by (%(clusterLabel)s, namespace, job, controller) (workqueue_longest_running_processor_seconds{%(controllerSelector)s, controller!=\"\"}) > %(processorStuckThreshold)g" % $._config,
             'for': "%(processorStuckFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
@@ -89,7 +89,7 @@
             'for': "%(apiCallsPerReconcileFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ if $labels.controller }}controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }}{{ else }}pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}){{ end }} makes {{ $value | humanize }} API calls per reconcile. Read from the informer cache with field indexes instead of listing or getting per object.",
+              description: "The {{ if $labels.controller }}controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }}{{ else }}pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}){{ end }} makes {{ $value | humanize }} API calls per reconcile. Read from the informer cache with field indexes instead of listing or getting per object.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAPICallsPerReconcileHigh.md" % $._config,
               summary: "A controller makes many API calls per reconcile.",
             },
@@ -192,6 +192,100 @@
               description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} fail at {{ $value | humanizePercentage }} over hours: the error budget of the reconcile success objective will not last the month.",
               runbook_url: "%(runbookBaseURL)sLoopwatchErrorBudgetBurnSlow.md" % $._config,
               summary: "A controller burns its reconcile error budget.",
+            },
+          },
+        ],
+      },
+      {
+        name: "loopwatch.audit.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
+            alert: "LoopwatchWriteFight",
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor_a, actor_b) (loopwatch_audit_fight_handoffs{%(exporterSelector)s}) >= %(writeFightThreshold)g" % $._config,
+            'for': "%(writeFightFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other (seed 004: two controllers fighting over a ServiceAccount's annotations). Find which field both set: kubectl get --show-managed-fields, and the writes-by-actor panel.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchWriteFight.md" % $._config,
+              summary: "Two actors keep overwriting each other's writes to one object.",
+            },
+          },
+          {
+            alert: "LoopwatchHotObject",
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s}) > %(hotObjectThreshold)g" % $._config,
+            'for': "%(hotObjectFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | humanize }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself (seed 002).",
+              runbook_url: "%(runbookBaseURL)sLoopwatchHotObject.md" % $._config,
+              summary: "One actor rewrites one object at a high rate.",
+            },
+          },
+          {
+            alert: "LoopwatchReplicaRace",
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor) (loopwatch_audit_replica_race_pods{%(exporterSelector)s}) >= %(replicaRaceThreshold)g" % $._config,
+            'for': "%(replicaRaceFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "{{ $value }} pods of {{ $labels.actor }} wrote {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease (seed 000).",
+              runbook_url: "%(runbookBaseURL)sLoopwatchReplicaRace.md" % $._config,
+              summary: "Several replicas of one controller write the same object.",
+            },
+          },
+          {
+            alert: "LoopwatchConflictStorm",
+            expr: "cluster_actor_group_resource:loopwatch_audit_conflicts:rate5m > %(conflictStormThreshold)g" % $._config,
+            'for': "%(conflictStormFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "{{ $labels.actor }} gets {{ $value | humanize }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchConflictStorm.md" % $._config,
+              summary: "An actor's writes are rejected with 409 Conflict at a high rate.",
+            },
+          },
+          {
+            alert: "LoopwatchRelistStorm",
+            expr: "sum by (%(clusterLabel)s, actor, group, resource) (cluster_actor_verb_group_resource:loopwatch_audit_reads:rate5m{verb=\"list\"}) > %(relistStormThreshold)g" % $._config,
+            'for': "%(relistStormFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | humanize }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server (seed 004). Needs an audit policy that records list at Metadata level.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchRelistStorm.md" % $._config,
+              summary: "An actor lists a resource at a high rate.",
+            },
+          },
+          {
+            alert: "LoopwatchAuditExporterNotReceiving",
+            expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_batches_total{%(exporterSelector)s}[10m])) == 0\nor\nmax by (%(clusterLabel)s, namespace, job) (up{%(exporterSelector)s}) == 0" % $._config,
+            'for': "%(exporterNotReceivingFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} received no audit batch for 10 minutes, or is down: fights, hot objects and races go unseen. Check the API server's --audit-webhook-config-file, the webhook's client certificate, and apiserver_audit_error_total.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterNotReceiving.md" % $._config,
+              summary: "The audit exporter receives no audit events.",
+            },
+          },
+          {
+            alert: "LoopwatchAuditExporterDropping",
+            expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_requests_total{%(exporterSelector)s, outcome=\"rejected\"}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_dropped_events_total{%(exporterSelector)s}[5m])) > %(exporterDroppingThreshold)g" % $._config,
+            'for': "%(exporterDroppingFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | humanize }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterDropping.md" % $._config,
+              summary: "The audit exporter rejects or drops audit data.",
+            },
+          },
+          {
+            alert: "LoopwatchAuditWebhookErrors",
+            expr: "sum by (%(clusterLabel)s, job, instance) (rate(apiserver_audit_error_total{%(apiserverSelector)s, plugin=~\"webhook|buffered\"}[5m])) > %(auditWebhookErrorsThreshold)g" % $._config,
+            'for': "%(auditWebhookErrorsFor)s" % $._config,
+            labels: { severity: "critical" },
+            annotations: {
+              description: "kube-apiserver {{ $labels.instance }} drops {{ $value | humanize }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchAuditWebhookErrors.md" % $._config,
+              summary: "The API server fails to deliver audit events.",
             },
           },
         ],

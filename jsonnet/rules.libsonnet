@@ -8,15 +8,15 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:workqueue_depth:sum",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s})" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\"})" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:workqueue_adds:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_adds_total{%(controllerSelector)s}[5m]))" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_adds_total{%(controllerSelector)s, controller!=\"\"}[5m]))" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:workqueue_work_duration_seconds_count:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_work_duration_seconds_count{%(controllerSelector)s}[5m]))" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_work_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))" % $._config,
           },
           {
             record: "cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m",
@@ -67,6 +67,28 @@
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d",
             expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[3d]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[3d]))" % $._config,
+          },
+        ],
+      },
+      {
+        name: "loopwatch.audit.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
+            record: "cluster_actor_verb_group_resource:loopwatch_audit_writes:rate5m",
+            expr: "sum by (%(clusterLabel)s, actor, verb, group, resource) (rate(loopwatch_audit_writes_total{%(exporterSelector)s}[5m]))" % $._config,
+          },
+          {
+            record: "cluster_from_actor_to_actor_group_resource:loopwatch_audit_handoffs:rate5m",
+            expr: "sum by (%(clusterLabel)s, from_actor, to_actor, group, resource) (rate(loopwatch_audit_handoffs_total{%(exporterSelector)s}[5m]))" % $._config,
+          },
+          {
+            record: "cluster_actor_group_resource:loopwatch_audit_conflicts:rate5m",
+            expr: "sum by (%(clusterLabel)s, actor, group, resource) (rate(loopwatch_audit_conflicts_total{%(exporterSelector)s}[5m]))" % $._config,
+          },
+          {
+            record: "cluster_actor_verb_group_resource:loopwatch_audit_reads:rate5m",
+            expr: "sum by (%(clusterLabel)s, actor, verb, group, resource) (rate(loopwatch_audit_reads_total{%(exporterSelector)s}[5m]))" % $._config,
           },
         ],
       },
