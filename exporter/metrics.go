@@ -170,6 +170,8 @@ type Metrics struct {
 	lastBatch                          prometheus.Gauge
 
 	writeCache    map[writeKey]prometheus.Counter
+	lastWrite     writeKey
+	lastWriteC    prometheus.Counter
 	conflictCache map[conflictKey]prometheus.Counter
 	handoffCache  map[handoffKey]prometheus.Counter
 	readCache     map[readKey]prometheus.Counter
@@ -243,17 +245,21 @@ func codeClass(code int32) string {
 // Write implements track.Sink.
 func (m *Metrics) Write(o *track.Observation) {
 	k := writeKey{o.ActorLabel, o.Event.Verb, o.Group, o.Resource, codeClass(o.Event.Code)}
-	c, ok := m.writeCache[k]
-	if !ok {
-		c = m.writes.WithLabelValues(k.actor, k.verb, k.group, k.resource, k.class)
-		m.writeCache[k] = c
+	c := m.lastWriteC
+	if c == nil || k != m.lastWrite {
+		var ok bool
+		if c, ok = m.writeCache[k]; !ok {
+			c = m.writes.WithLabelValues(k.actor, k.verb, k.group, k.resource, k.class)
+			m.writeCache[k] = c
+		}
+		m.lastWrite, m.lastWriteC = k, c
 	}
 	c.Inc()
 	if !o.Event.IsConflict() {
 		return
 	}
 	ck := conflictKey{o.ActorLabel, o.Group, o.Resource}
-	c, ok = m.conflictCache[ck]
+	c, ok := m.conflictCache[ck]
 	if !ok {
 		c = m.conflicts.WithLabelValues(ck.actor, ck.group, ck.resource)
 		m.conflictCache[ck] = c
@@ -287,6 +293,7 @@ func (m *Metrics) Handoff(o *track.Observation, _, fromLabel string) {
 // number of series stays bounded by top-K.
 func (m *Metrics) Demoted(label string) {
 	m.writes.DeletePartialMatch(prometheus.Labels{"actor": label})
+	m.lastWriteC = nil
 	m.conflicts.DeletePartialMatch(prometheus.Labels{"actor": label})
 	m.reads.DeletePartialMatch(prometheus.Labels{"actor": label})
 	m.handoffs.DeletePartialMatch(prometheus.Labels{"from_actor": label})

@@ -37,10 +37,21 @@ type recorder struct {
 
 func (r recorder) record(ctx context.Context, verb Verb, obj runtime.Object, patch client.Patch) {
 	r.metrics.countCall(r.controller, verb)
-	t := TallyFrom(ctx)
-	if t == nil {
-		return
+	if t := TallyFrom(ctx); t != nil {
+		r.tally(t, verb, obj, patch)
 	}
+}
+
+// recordGet names the object from key: before a Get, obj is still empty. The
+// copy is only made when a Tally is listening.
+func (r recorder) recordGet(ctx context.Context, key client.ObjectKey, obj client.Object) {
+	r.metrics.countCall(r.controller, VerbGet)
+	if t := TallyFrom(ctx); t != nil {
+		r.tally(t, VerbGet, keyed(obj, key), nil)
+	}
+}
+
+func (r recorder) tally(t *Tally, verb Verb, obj runtime.Object, patch client.Patch) {
 	call := Call{Verb: verb}
 	if obj == nil {
 		t.add(call)
@@ -53,7 +64,7 @@ func (r recorder) record(ctx context.Context, verb Verb, obj runtime.Object, pat
 	}
 	if o, ok := obj.(client.Object); ok {
 		call.Namespace, call.Name = o.GetNamespace(), o.GetName()
-		if patch != nil {
+		if patch != nil && t.patches {
 			if data, err := patch.Data(o); err == nil {
 				s := string(data)
 				if len(s) > maxPatchBody {
@@ -72,7 +83,7 @@ type countingReader struct {
 }
 
 func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	r.rec.record(ctx, VerbGet, keyed(obj, key), nil)
+	r.rec.recordGet(ctx, key, obj)
 	return r.reader.Get(ctx, key, obj, opts...)
 }
 
@@ -81,8 +92,7 @@ func (r *countingReader) List(ctx context.Context, list client.ObjectList, opts 
 	return r.reader.List(ctx, list, opts...)
 }
 
-// keyed returns a copy of obj named after key, so the recorded call names the
-// object even though obj is still empty before a Get.
+// keyed returns a copy of obj named after key.
 func keyed(obj client.Object, key client.ObjectKey) client.Object {
 	o, ok := obj.DeepCopyObject().(client.Object)
 	if !ok {
@@ -104,7 +114,7 @@ func (c *countingClient) rec() recorder {
 }
 
 func (c *countingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	c.rec().record(ctx, VerbGet, keyed(obj, key), nil)
+	c.rec().recordGet(ctx, key, obj)
 	return c.Client.Get(ctx, key, obj, opts...)
 }
 

@@ -10,6 +10,7 @@
 package instrument
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -92,12 +93,29 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: finalizerOldestHelp,
 		}, []string{LabelController, LabelFinalizer}),
 	}
-	for _, c := range []prometheus.Collector{m.apiRequests, m.finalizerOldest} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("register instrument metrics: %w", err)
-		}
+	var err error
+	if m.apiRequests, err = register(reg, m.apiRequests); err != nil {
+		return nil, err
+	}
+	if m.finalizerOldest, err = register(reg, m.finalizerOldest); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c, or returns the identical collector already registered,
+// so several managers in one process (tests, a demo) can share a registry.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing, nil
+			}
+		}
+		return c, fmt.Errorf("register instrument metrics: %w", err)
+	}
+	return c, nil
 }
 
 func (m *Metrics) countCall(controller string, verb Verb) {

@@ -67,16 +67,31 @@ func sorted(s []string) []string {
 	return out
 }
 
-func TestNewMetricsRefusesDoubleRegistration(t *testing.T) {
+func TestNewMetricsSharesCollectorsOfOneRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := NewMetrics(reg); err != nil {
+	a, err := NewMetrics(reg)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := NewMetrics(reg); err == nil {
-		t.Fatal("second registration into the same registry succeeded")
+	b, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatalf("second registration into the same registry: %v", err)
+	}
+	a.countCall("backup", VerbGet)
+	b.countCall("backup", VerbGet)
+	if got := testutil.ToFloat64(a.apiRequests.WithLabelValues("backup", "get", "read")); got != 2 {
+		t.Errorf("shared counter = %v, want 2", got)
 	}
 	if _, err := NewMetrics(nil); err == nil {
 		t.Fatal("a nil registerer was accepted")
+	}
+}
+
+func TestNewMetricsRefusesAConflictingMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: APIRequestsTotalName, Help: "something else"}))
+	if _, err := NewMetrics(reg); err == nil {
+		t.Fatal("registered over a different metric of the same name")
 	}
 }
 

@@ -29,7 +29,7 @@ func (r *tallyingReconciler) Reconcile(ctx context.Context, req reconcile.Reques
 		// An outer scope (a test helper) is already observing: let it see the calls.
 		return r.inner.Reconcile(ctx, req)
 	}
-	ctx, t := WithTally(ctx)
+	ctx, t := withCountingTally(ctx)
 	res, err := r.inner.Reconcile(ctx, req)
 	if logger := log.FromContext(ctx).V(1); logger.Enabled() {
 		logger.Info("Reconcile API calls", "controller", r.controller, "object", req.String(),

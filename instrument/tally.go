@@ -43,6 +43,9 @@ func (c Call) String() string {
 type Tally struct {
 	mu    sync.Mutex
 	calls []Call
+	// patches says whether to keep patch bodies (costs a second patch
+	// computation per write; only worth it when someone will read them).
+	patches bool
 }
 
 // Calls returns a copy of the calls recorded so far.
@@ -82,9 +85,15 @@ func (t *Tally) add(c Call) {
 
 type tallyKey struct{}
 
-// WithTally returns a context whose instrumented calls are recorded into a new
-// Tally, and that Tally.
+// WithTally returns a context whose instrumented calls, patch bodies
+// included, are recorded into a new Tally, and that Tally.
 func WithTally(ctx context.Context) (context.Context, *Tally) {
+	t := &Tally{patches: true}
+	return context.WithValue(ctx, tallyKey{}, t), t
+}
+
+// withCountingTally is WithTally without patch bodies.
+func withCountingTally(ctx context.Context) (context.Context, *Tally) {
 	t := &Tally{}
 	return context.WithValue(ctx, tallyKey{}, t), t
 }

@@ -14,6 +14,8 @@ stuck finalizers.
 
   gen               generate Prometheus rules, PrometheusRule manifests, Grafana dashboards
                     and a jsonnet mixin from one config
+  exporter          receive the API server's audit webhook and export per-actor write metrics
+  audit analyze     post-mortem report of an audit log file: fights, hot objects, races
   version           print the version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,

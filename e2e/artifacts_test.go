@@ -1,0 +1,255 @@
+package e2e_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// repoRoot is the directory of the go.mod above the test's working directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// ruleFile is a Prometheus rule file, reduced to what the tests look at.
+type ruleFile struct {
+	Groups []ruleGroup `json:"groups"`
+}
+
+type ruleGroup struct {
+	Name  string `json:"name"`
+	Rules []rule `json:"rules"`
+}
+
+type rule struct {
+	Record string `json:"record"`
+	Alert  string `json:"alert"`
+	Expr   string `json:"expr"`
+}
+
+// generatedYAML sorts the YAML files under rules/ into Prometheus rule files and PrometheusRule
+// manifests (by their kind), reading each file once.
+func generatedYAML(t *testing.T) (ruleFiles map[string]ruleFile, manifests map[string][]byte) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repoRoot(t), "rules", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ruleFiles, manifests = map[string]ruleFile{}, map[string][]byte{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var head struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(data, &head); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		switch head.Kind {
+		case "PrometheusRule":
+			manifests[path] = data
+		case "":
+			var rf ruleFile
+			if err := yaml.Unmarshal(data, &rf); err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			ruleFiles[path] = rf
+		default:
+			t.Logf("%s: kind %s is neither a rule file nor a PrometheusRule; not tested here", path, head.Kind)
+		}
+	}
+	if len(ruleFiles) == 0 || len(manifests) == 0 {
+		t.Fatalf("rules/ holds %d rule files and %d PrometheusRule manifests; want at least one of each (run `make generate`)", len(ruleFiles), len(manifests))
+	}
+	return ruleFiles, manifests
+}
+
+// withoutGroupIntervals rewrites a rule file so its groups use Prometheus' global evaluation
+// interval (1s in these tests) instead of their own (1m in production), so the test sees many
+// evaluations in seconds. Nothing else changes: names, expressions, labels are the generated ones.
+func withoutGroupIntervals(t *testing.T, path, dir string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	groups, _ := doc["groups"].([]any)
+	for _, g := range groups {
+		if g, ok := g.(map[string]any); ok {
+			delete(g, "interval")
+		}
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, filepath.Base(path))
+	if err := os.WriteFile(dst, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// dashboard is a Grafana dashboard, reduced to panels, their queries and template variables.
+type dashboard struct {
+	Title      string  `json:"title"`
+	Panels     []panel `json:"panels"`
+	Templating struct {
+		List []variable `json:"list"`
+	} `json:"templating"`
+}
+
+type panel struct {
+	Title   string   `json:"title"`
+	Type    string   `json:"type"`
+	Targets []target `json:"targets"`
+	Panels  []panel  `json:"panels"` // a collapsed row's panels
+}
+
+type target struct {
+	Expr  string `json:"expr"`
+	RefID string `json:"refId"`
+}
+
+type variable struct {
+	Name       string          `json:"name"`
+	Type       string          `json:"type"`
+	IncludeAll bool            `json:"includeAll"`
+	AllValue   string          `json:"allValue"`
+	Query      json.RawMessage `json:"query"`
+}
+
+// query is the variable's query text, which Grafana stores as a string or as {query: "..."}.
+func (v variable) query() string {
+	var s string
+	if json.Unmarshal(v.Query, &s) == nil {
+		return s
+	}
+	var q struct {
+		Query string `json:"query"`
+	}
+	_ = json.Unmarshal(v.Query, &q)
+	return q.Query
+}
+
+// panelQuery is one query of one panel, named for test output and the allow-list.
+type panelQuery struct {
+	Dashboard string
+	Panel     string
+	RefID     string
+	Expr      string
+}
+
+func (q panelQuery) String() string { return q.Dashboard + "/" + q.Panel + "/" + q.RefID }
+
+// dashboards reads every dashboards/*.json.
+func dashboards(t *testing.T) map[string]dashboard {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(repoRoot(t), "dashboards", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatal("dashboards/ holds no *.json (run `make generate`)")
+	}
+	out := map[string]dashboard{}
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d dashboard
+		if err := json.Unmarshal(data, &d); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out[filepath.Base(path)] = d
+	}
+	return out
+}
+
+// queries lists every panel query of d, rows' nested panels included.
+func (d dashboard) queries(file string) []panelQuery {
+	var out []panelQuery
+	var walk func([]panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			for _, tg := range p.Targets {
+				if strings.TrimSpace(tg.Expr) != "" {
+					out = append(out, panelQuery{Dashboard: file, Panel: p.Title, RefID: tg.RefID, Expr: tg.Expr})
+				}
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	return out
+}
+
+// grafanaIntervals are Grafana's built-in range variables and what the tests use for them: a
+// minute holds 60 samples at the tests' 1s scrape interval.
+var grafanaIntervals = map[string]string{
+	"__rate_interval": "1m",
+	"__interval":      "1m",
+	"__range":         "5m",
+}
+
+var variableRef = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)(?::[a-z]+)?\}|\$([A-Za-z0-9_]+)`)
+
+// substitute replaces Grafana variables in expr the way Grafana does with every template
+// variable on "All": a variable with includeAll and an allValue becomes its allValue; any other
+// variable gets values[name], which the caller resolves (e.g. from label_values). An unknown
+// variable is an error, so a new kind of variable in the generator is noticed.
+func substitute(expr string, vars []variable, values map[string]string) (string, error) {
+	byName := map[string]variable{}
+	for _, v := range vars {
+		byName[v.Name] = v
+	}
+	var errs []string
+	out := variableRef.ReplaceAllStringFunc(expr, func(ref string) string {
+		m := variableRef.FindStringSubmatch(ref)
+		name := m[1] + m[2]
+		if iv, ok := grafanaIntervals[name]; ok {
+			return iv
+		}
+		if v, ok := byName[name]; ok && v.IncludeAll && v.AllValue != "" {
+			return v.AllValue
+		}
+		if val, ok := values[name]; ok {
+			return val
+		}
+		errs = append(errs, name)
+		return ref
+	})
+	if len(errs) > 0 {
+		sort.Strings(errs)
+		return "", fmt.Errorf("no value for variables %v in %q", errs, expr)
+	}
+	return out, nil
+}

@@ -1,0 +1,266 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/loopwatch/loopwatch/internal/stack"
+)
+
+const (
+	// workloadNamespace holds the test controller, its ConfigMaps and its leader-election lease.
+	workloadNamespace = "mirror"
+	// scrapeJob is the job label of the test controller's metrics.
+	scrapeJob = "mirror-controller"
+)
+
+// targetLabels are the labels Kubernetes service discovery would attach to the controller's
+// series; the generated rules aggregate by cluster, namespace, job and pod.
+var targetLabels = map[string]string{"cluster": "e2e", "namespace": workloadNamespace, "pod": "mirror-controller-0"}
+
+// noDataInHealthyRun lists the dashboard queries that legitimately return nothing while the test
+// controller runs healthily, each with the reason. A listed query that does return data fails
+// the test, so the list cannot go stale. Keys are "<dashboard file>/<panel title>/<refId>".
+var noDataInHealthyRun = map[string]string{}
+
+// recordingRulesWithoutSeries lists recording rules that legitimately yield nothing in this setup,
+// keyed by record name, with the reason.
+var recordingRulesWithoutSeries = map[string]string{}
+
+// TestGeneratedOutputsOnRealComponents puts rules/ and dashboards/ in front of their real
+// consumers: kube-apiserver with the prometheus-operator CRDs for the PrometheusRule manifests,
+// and Prometheus scraping a real controller-runtime manager for the rules and dashboard queries.
+func TestGeneratedOutputsOnRealComponents(t *testing.T) {
+	ruleFiles, manifests := generatedYAML(t)
+	boards := dashboards(t)
+	crds, err := stack.PrometheusOperatorCRDDir()
+	if err != nil && testing.Short() {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{CRDDirectories: []string{crds}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	t.Run("PrometheusRule manifests are accepted by the CRD schema", func(t *testing.T) {
+		for path, data := range manifests {
+			t.Run(path[strings.LastIndex(path, "/")+1:], func(t *testing.T) { createManifest(ctx, t, cp, data) })
+		}
+	})
+
+	mgr := startManager(t, cp, workloadNamespace)
+	workloadCtx, stopWorkload := context.WithCancel(ctx)
+	t.Cleanup(stopWorkload)
+	runWorkload(workloadCtx, t, cp.AdminConfig(), workloadNamespace)
+
+	ruleDir := t.TempDir()
+	var paths []string
+	for path := range ruleFiles {
+		paths = append(paths, withoutGroupIntervals(t, path, ruleDir))
+	}
+	sort.Strings(paths)
+	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{
+		RuleFiles: paths,
+		Targets:   []stack.ScrapeTarget{{Job: scrapeJob, Addresses: []string{mgr.metricsAddr}, Labels: targetLabels}},
+	})
+	if err := prom.WaitForTargetsUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Rates over the dashboards' 1m window and the rules' 5m windows need a few scrapes of a busy
+	// controller: wait for reconciles of every result the controller produces.
+	for _, result := range []string{"success", "error", "requeue_after"} {
+		q := fmt.Sprintf(`increase(controller_runtime_reconcile_total{job=%q, result=%q}[1m]) > 0`, scrapeJob, result)
+		if _, err := prom.WaitForQuery(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := prom.WaitForRuleEvaluations(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("every rule group evaluates without failures", func(t *testing.T) {
+		if err := prom.RuleHealth(ctx); err != nil {
+			t.Error(err)
+		}
+		groups, err := prom.RuleGroups(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		for _, rf := range ruleFiles {
+			want += len(rf.Groups)
+		}
+		if len(groups) != want {
+			t.Errorf("prometheus loaded %d rule groups, rules/ holds %d", len(groups), want)
+		}
+	})
+
+	t.Run("every recording rule yields series", func(t *testing.T) {
+		for _, rf := range ruleFiles {
+			for _, g := range rf.Groups {
+				for _, r := range g.Rules {
+					if r.Record == "" {
+						continue
+					}
+					t.Run(r.Record, func(t *testing.T) {
+						expectData(ctx, t, prom, r.Record, recordingRulesWithoutSeries[r.Record])
+					})
+				}
+			}
+		}
+	})
+
+	t.Run("every dashboard query returns data", func(t *testing.T) {
+		for file, d := range boards {
+			values, err := resolveVariables(ctx, prom, d.Templating.List)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			for _, q := range d.queries(file) {
+				t.Run(q.String(), func(t *testing.T) {
+					expr, err := substitute(q.Expr, d.Templating.List, values)
+					if err != nil {
+						t.Fatal(err)
+					}
+					expectData(ctx, t, prom, expr, noDataInHealthyRun[q.String()])
+				})
+			}
+		}
+	})
+
+	t.Run("stale allow-list entries", func(t *testing.T) {
+		known := map[string]bool{}
+		for file, d := range boards {
+			for _, q := range d.queries(file) {
+				known[q.String()] = true
+			}
+		}
+		for key := range noDataInHealthyRun {
+			if !known[key] {
+				t.Errorf("noDataInHealthyRun lists %q, which no dashboard has any more", key)
+			}
+		}
+	})
+
+	logAlerts(ctx, t, prom)
+}
+
+// createManifest creates the PrometheusRule in data (in its own namespace) through the real API
+// server, so the real CRD's OpenAPI schema validates it.
+func createManifest(ctx context.Context, t *testing.T, cp *stack.ControlPlane, data []byte) {
+	t.Helper()
+	var obj unstructured.Unstructured
+	if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	ns := obj.GetNamespace()
+	if ns == "" {
+		ns = "default"
+		obj.SetNamespace(ns)
+	}
+	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}
+	res := dynamic.NewForConfigOrDie(cp.AdminConfig()).Resource(gvr).Namespace(ns)
+	created, err := res.Create(ctx, &obj, metav1.CreateOptions{FieldValidation: "Strict"})
+	if err != nil {
+		t.Fatalf("create PrometheusRule %s/%s: %v", ns, obj.GetName(), err)
+	}
+	want, _, _ := unstructured.NestedSlice(obj.Object, "spec", "groups")
+	got, _, _ := unstructured.NestedSlice(created.Object, "spec", "groups")
+	if len(got) != len(want) || len(got) == 0 {
+		t.Errorf("stored PrometheusRule has %d groups, manifest %d", len(got), len(want))
+	}
+}
+
+// expectData checks that expr returns samples; when reason says why it legitimately returns
+// none, it checks that it indeed returns none.
+func expectData(ctx context.Context, t *testing.T, prom *stack.Prometheus, expr, reason string) {
+	t.Helper()
+	if reason != "" {
+		v, err := prom.Query(ctx, expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) > 0 {
+			t.Errorf("allow-listed as empty (%s) but returned %d samples: remove it from the list", reason, len(v))
+		}
+		return
+	}
+	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	v, err := prom.WaitForQuery(wait, expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nan := countNaN(v); nan == len(v) {
+		t.Logf("%s: every one of %d samples is NaN", expr, nan)
+	}
+}
+
+func countNaN(v model.Vector) int {
+	n := 0
+	for _, s := range v {
+		if s.Value != s.Value {
+			n++
+		}
+	}
+	return n
+}
+
+var labelValuesQuery = regexp.MustCompile(`^\s*label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$`)
+
+// resolveVariables gives each template variable without an "All" value the first value its
+// label_values query finds, as Grafana's first option would be.
+func resolveVariables(ctx context.Context, prom *stack.Prometheus, vars []variable) (map[string]string, error) {
+	values := map[string]string{}
+	for _, v := range vars {
+		if v.Type != "query" || (v.IncludeAll && v.AllValue != "") {
+			continue
+		}
+		m := labelValuesQuery.FindStringSubmatch(v.query())
+		if m == nil {
+			return nil, fmt.Errorf("variable %q: query %q is not label_values(selector, label)", v.Name, v.query())
+		}
+		selector, err := substitute(m[1], vars, values)
+		if err != nil {
+			return nil, fmt.Errorf("variable %q: %w", v.Name, err)
+		}
+		got, _, err := prom.API().LabelValues(ctx, m[2], []string{selector}, time.Now().Add(-time.Hour), time.Now())
+		if err != nil || len(got) == 0 {
+			return nil, fmt.Errorf("variable %q: no values for %s from %s: %v", v.Name, m[2], selector, err)
+		}
+		values[v.Name] = regexp.QuoteMeta(string(got[0]))
+	}
+	return values, nil
+}
+
+// logAlerts prints which generated alerts are pending or firing in the healthy run, for the reader.
+func logAlerts(ctx context.Context, t *testing.T, prom *stack.Prometheus) {
+	res, err := prom.API().Alerts(ctx)
+	if err != nil {
+		t.Logf("list alerts: %v", err)
+		return
+	}
+	for _, a := range res.Alerts {
+		t.Logf("alert %s %s", a.State, a.Labels)
+	}
+}

@@ -1,0 +1,18 @@
+package decode
+
+import "testing"
+
+// FuzzDecode checks the decoder against encoding/json on arbitrary input: it must never panic,
+// must refuse invalid JSON and must extract the same fields. Seeds are the real batches.
+// Run longer with: go test ./exporter/decode -run '^$' -fuzz FuzzDecode -fuzztime 5m
+func FuzzDecode(f *testing.F) {
+	for _, data := range readBatches(f) {
+		f.Add(data)
+	}
+	f.Add([]byte(`{"items":[{"user":{"username":"a\u00e9","extra":{"authentication.kubernetes.io/pod-name":["p"]}},"impersonatedUser":null,"requestURI":"/x?fieldManager=a%20b","responseStatus":{"code":409},"stageTimestamp":"2026-11-21T04:04:45.745733Z"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkAgainstReference(t, data)
+		var ev Event
+		_ = NewDecoder(16).DecodeEvent(data, &ev)
+	})
+}

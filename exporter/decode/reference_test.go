@@ -1,0 +1,99 @@
+package decode
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"strings"
+	"testing"
+
+	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+)
+
+// referenceEvents decodes data with encoding/json into the API server's own types and projects
+// each event onto the fields the decoder extracts.
+func referenceEvents(data []byte) ([]Event, error) {
+	var list auditv1.EventList
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, err
+	}
+	out := make([]Event, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, project(&list.Items[i]))
+	}
+	return out, nil
+}
+
+func project(e *auditv1.Event) Event {
+	ev := Event{
+		Verb:            e.Verb,
+		Stage:           string(e.Stage),
+		Username:        e.User.Username,
+		UserAgent:       e.UserAgent,
+		RequestReceived: e.RequestReceivedTimestamp.Time,
+		StageTimestamp:  e.StageTimestamp.Time,
+	}
+	if e.AuditID != "" {
+		ev.AuditIDHash = HashAuditID([]byte(e.AuditID))
+		ev.HasAuditID = true
+	}
+	if e.ImpersonatedUser != nil {
+		ev.ImpersonatedUsername = e.ImpersonatedUser.Username
+	}
+	if pods := e.User.Extra[PodNameExtraKey]; len(pods) > 0 {
+		ev.Pod = pods[0]
+	}
+	if _, query, ok := strings.Cut(e.RequestURI, "?"); ok {
+		values, _ := url.ParseQuery(query)
+		ev.FieldManager = values.Get("fieldManager")
+	}
+	if r := e.ObjectRef; r != nil {
+		ev.APIGroup, ev.Resource, ev.Namespace, ev.Name, ev.Subresource = r.APIGroup, r.Resource, r.Namespace, r.Name, r.Subresource
+	}
+	if e.ResponseStatus != nil {
+		ev.Code = e.ResponseStatus.Code
+	}
+	return ev
+}
+
+// sameEvent compares two projected events, timestamps by instant.
+func sameEvent(a, b *Event) bool {
+	ta, tb := a.RequestReceived, b.RequestReceived
+	sa, sb := a.StageTimestamp, b.StageTimestamp
+	x, y := *a, *b
+	x.RequestReceived, y.RequestReceived, x.StageTimestamp, y.StageTimestamp = ta.UTC(), tb.UTC(), sa.UTC(), sb.UTC()
+	return x == y && ta.Equal(tb) && sa.Equal(sb)
+}
+
+// checkAgainstReference is the differential check shared by the unit tests and FuzzDecode:
+//   - when the decoder accepts a document, encoding/json must accept it too (or fail only on a
+//     type mismatch in a field the decoder skips) and give the same events;
+//   - when encoding/json accepts a document, so must the decoder (except a duplicate items member);
+//   - syntactically invalid JSON is always refused.
+func checkAgainstReference(t *testing.T, data []byte) {
+	t.Helper()
+	got, err := NewDecoder(64).DecodeList(data)
+	want, refErr := referenceEvents(data)
+	valid := json.Valid(data)
+	switch {
+	case !valid && err == nil:
+		t.Fatalf("decoder accepted invalid json %q", data)
+	case err != nil && refErr == nil && !errors.Is(err, ErrDuplicateItems):
+		t.Fatalf("decoder refused what encoding/json accepts: %v\ninput: %q", err, data)
+	case err == nil && refErr != nil:
+		var typeErr *json.UnmarshalTypeError
+		if !errors.As(refErr, &typeErr) && !bytes.Contains([]byte(refErr.Error()), []byte("cannot unmarshal")) {
+			t.Fatalf("decoder accepted what encoding/json refuses: %v\ninput: %q", refErr, data)
+		}
+	case err == nil && refErr == nil:
+		if len(got) != len(want) {
+			t.Fatalf("decoder gave %d events, encoding/json %d\ninput: %q", len(got), len(want), data)
+		}
+		for i := range got {
+			if !sameEvent(&got[i], &want[i]) {
+				t.Fatalf("event %d differs:\n decoder: %+v\n    json: %+v\ninput: %q", i, got[i], want[i], data)
+			}
+		}
+	}
+}

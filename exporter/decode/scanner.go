@@ -1,0 +1,565 @@
+package decode
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/bits"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// maxDepth is the nesting limit of encoding/json, kept so that both accept the same documents.
+const maxDepth = 10000
+
+// ErrDuplicateItems is returned for an EventList with more than one "items" member. encoding/json
+// merges the second list into the first element by element; the API server never sends one, so
+// the decoder refuses it rather than guess.
+var ErrDuplicateItems = errors.New("duplicate items member in event list")
+
+// SyntaxError reports malformed input and where it was found.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+}
+
+// Error implements error.
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("invalid audit json at offset %d: %s", e.Offset, e.Msg)
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// specialInString flags, per byte, '"', '\\', control characters and (when withHigh) non-ASCII.
+// The lowest flagged byte is always a true match (the classic has-zero-byte trick).
+func specialInString(w uint64, withHigh bool) uint64 {
+	q := w ^ (lsb * '"')
+	b := w ^ (lsb * '\\')
+	m := (q - lsb) &^ q
+	m |= (b - lsb) &^ b
+	m |= (w - lsb*0x20) &^ w
+	if withHigh {
+		m |= w
+	}
+	return m & msb
+}
+
+// scanner walks one JSON document held in memory.
+type scanner struct {
+	data    []byte
+	pos     int
+	depth   int
+	scratch []byte
+	stack   []bool
+}
+
+func (s *scanner) reset(data []byte) {
+	s.data = data
+	s.pos = 0
+	s.depth = 0
+	s.stack = s.stack[:0]
+}
+
+func (s *scanner) errorf(format string, args ...any) error {
+	return &SyntaxError{Offset: s.pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *scanner) ws() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next non-space byte without consuming it, or 0 at the end.
+func (s *scanner) peek() byte {
+	if s.pos < len(s.data) && s.data[s.pos] > ' ' {
+		return s.data[s.pos]
+	}
+	s.ws()
+	if s.pos >= len(s.data) {
+		return 0
+	}
+	return s.data[s.pos]
+}
+
+func (s *scanner) push() error {
+	s.depth++
+	if s.depth > maxDepth {
+		return s.errorf("exceeded max depth")
+	}
+	return nil
+}
+
+// literal consumes the literal word (null, true or false).
+func (s *scanner) literal(word string) error {
+	if len(s.data)-s.pos < len(word) || string(s.data[s.pos:s.pos+len(word)]) != word {
+		return s.errorf("invalid literal, want %s", word)
+	}
+	s.pos += len(word)
+	return nil
+}
+
+// isNull consumes a null literal when one is next.
+func (s *scanner) isNull() (bool, error) {
+	if s.peek() != 'n' {
+		return false, nil
+	}
+	return true, s.literal("null")
+}
+
+// openObject consumes '{'.
+func (s *scanner) openObject() error {
+	if s.peek() != '{' {
+		return s.errorf("want object")
+	}
+	s.pos++
+	return s.push()
+}
+
+// member advances to the next member of the current object and returns its key, or ok=false
+// after consuming the closing '}'. The key is valid until the next string is read.
+func (s *scanner) member(first bool) (key []byte, ok bool, err error) {
+	c := s.peek()
+	if c == '}' {
+		s.pos++
+		s.depth--
+		return nil, false, nil
+	}
+	if !first {
+		if c != ',' {
+			return nil, false, s.errorf("want ',' or '}' in object")
+		}
+		s.pos++
+		c = s.peek()
+	}
+	if c != '"' {
+		return nil, false, s.errorf("want string key")
+	}
+	key, err = s.str()
+	if err != nil {
+		return nil, false, err
+	}
+	if s.peek() != ':' {
+		return nil, false, s.errorf("want ':' after key")
+	}
+	s.pos++
+	return key, true, nil
+}
+
+// openArray consumes '['.
+func (s *scanner) openArray() error {
+	if s.peek() != '[' {
+		return s.errorf("want array")
+	}
+	s.pos++
+	return s.push()
+}
+
+// element advances to the next array element, or returns ok=false after consuming ']'.
+func (s *scanner) element(first bool) (bool, error) {
+	c := s.peek()
+	if c == ']' {
+		s.pos++
+		s.depth--
+		return false, nil
+	}
+	if !first {
+		if c != ',' {
+			return false, s.errorf("want ',' or ']' in array")
+		}
+		s.pos++
+		if s.peek() == 0 {
+			return false, s.errorf("unexpected end of input")
+		}
+	}
+	return true, nil
+}
+
+// str reads a string at the current position and returns its unescaped bytes: a slice of the
+// input when there is nothing to unescape, else of the scratch buffer. Invalid UTF-8 is replaced
+// with U+FFFD, as encoding/json does.
+func (s *scanner) str() ([]byte, error) {
+	if s.peek() != '"' {
+		return nil, s.errorf("want string")
+	}
+	start := s.pos + 1
+	i := start
+	ascii := true
+	data := s.data
+	for {
+		for i+16 <= len(data) {
+			if specialInString(binary.LittleEndian.Uint64(data[i:]), true)|specialInString(binary.LittleEndian.Uint64(data[i+8:]), true) != 0 {
+				break
+			}
+			i += 16
+		}
+		for i+8 <= len(data) {
+			m := specialInString(binary.LittleEndian.Uint64(data[i:]), true)
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(data) {
+			s.pos = i
+			return nil, s.errorf("unterminated string")
+		}
+		c := data[i]
+		switch {
+		case c == '"':
+			out := data[start:i]
+			s.pos = i + 1
+			if ascii || utf8.Valid(out) {
+				return out, nil
+			}
+			return s.unescape(start)
+		case c == '\\':
+			return s.unescape(start)
+		case c < 0x20:
+			s.pos = i
+			return nil, s.errorf("control character in string")
+		default:
+			ascii = false
+			i++
+		}
+	}
+}
+
+// unescape decodes the string starting at start (just after the opening quote) into scratch.
+func (s *scanner) unescape(start int) ([]byte, error) {
+	data := s.data
+	out := s.scratch[:0]
+	i := start
+	for {
+		if i >= len(data) {
+			s.pos = i
+			return nil, s.errorf("unterminated string")
+		}
+		c := data[i]
+		switch {
+		case c == '"':
+			s.pos = i + 1
+			s.scratch = out
+			return out, nil
+		case c == '\\':
+			if i+1 >= len(data) {
+				s.pos = i
+				return nil, s.errorf("unterminated escape")
+			}
+			switch e := data[i+1]; e {
+			case '"', '\\', '/':
+				out = append(out, e)
+				i += 2
+			case 'b':
+				out = append(out, '\b')
+				i += 2
+			case 'f':
+				out = append(out, '\f')
+				i += 2
+			case 'n':
+				out = append(out, '\n')
+				i += 2
+			case 'r':
+				out = append(out, '\r')
+				i += 2
+			case 't':
+				out = append(out, '\t')
+				i += 2
+			case 'u':
+				r := hex4(data, i+2)
+				if r < 0 {
+					s.pos = i
+					return nil, s.errorf("invalid \\u escape")
+				}
+				i += 6
+				if utf16.IsSurrogate(r) {
+					if i+1 < len(data) && data[i] == '\\' && data[i+1] == 'u' {
+						if r2 := hex4(data, i+2); r2 >= 0 {
+							if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+								out = utf8.AppendRune(out, dec)
+								i += 6
+								break
+							}
+						}
+					}
+					r = utf8.RuneError
+				}
+				out = utf8.AppendRune(out, r)
+			default:
+				s.pos = i
+				return nil, s.errorf("invalid escape")
+			}
+		case c < 0x20:
+			s.pos = i
+			return nil, s.errorf("control character in string")
+		case c < utf8.RuneSelf:
+			out = append(out, c)
+			i++
+		default:
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, data[i:i+size]...)
+			}
+			i += size
+		}
+	}
+}
+
+// hex4 parses four hex digits at data[i:], or returns -1.
+func hex4(data []byte, i int) rune {
+	if i+4 > len(data) {
+		return -1
+	}
+	var r rune
+	for _, c := range data[i : i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// skipString validates and skips a string without decoding it.
+func (s *scanner) skipString() error {
+	data := s.data
+	i := s.pos + 1
+	for {
+		for i+16 <= len(data) {
+			if specialInString(binary.LittleEndian.Uint64(data[i:]), false)|specialInString(binary.LittleEndian.Uint64(data[i+8:]), false) != 0 {
+				break
+			}
+			i += 16
+		}
+		for i+8 <= len(data) {
+			m := specialInString(binary.LittleEndian.Uint64(data[i:]), false)
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+			i += 8
+		}
+		if i >= len(data) {
+			s.pos = i
+			return s.errorf("unterminated string")
+		}
+		switch c := data[i]; {
+		case c == '"':
+			s.pos = i + 1
+			return nil
+		case c == '\\':
+			if i+1 >= len(data) {
+				s.pos = i
+				return s.errorf("unterminated escape")
+			}
+			switch data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if hex4(data, i+2) < 0 {
+					s.pos = i
+					return s.errorf("invalid \\u escape")
+				}
+				i += 6
+			default:
+				s.pos = i
+				return s.errorf("invalid escape")
+			}
+		case c < 0x20:
+			s.pos = i
+			return s.errorf("control character in string")
+		default:
+			i++
+		}
+	}
+}
+
+// number consumes a JSON number and returns its text.
+func (s *scanner) number() ([]byte, error) {
+	data := s.data
+	start := s.pos
+	i := start
+	if i < len(data) && data[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(data) && data[i] == '0':
+		i++
+	case i < len(data) && '1' <= data[i] && data[i] <= '9':
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+	default:
+		s.pos = i
+		return nil, s.errorf("invalid number")
+	}
+	if i < len(data) && data[i] == '.' {
+		i++
+		d := i
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+		if i == d {
+			s.pos = i
+			return nil, s.errorf("invalid number fraction")
+		}
+	}
+	if i < len(data) && (data[i] == 'e' || data[i] == 'E') {
+		i++
+		if i < len(data) && (data[i] == '+' || data[i] == '-') {
+			i++
+		}
+		d := i
+		for i < len(data) && '0' <= data[i] && data[i] <= '9' {
+			i++
+		}
+		if i == d {
+			s.pos = i
+			return nil, s.errorf("invalid number exponent")
+		}
+	}
+	s.pos = i
+	return data[start:i], nil
+}
+
+// skip validates and skips any value. It is iterative (a small stack of container kinds) so
+// that skipping a large request object costs a byte loop, not a call per token.
+func (s *scanner) skip() error {
+	base := len(s.stack)
+	for {
+		// A value is expected.
+		switch c := s.peek(); c {
+		case '"':
+			if err := s.skipString(); err != nil {
+				return err
+			}
+		case '{':
+			s.pos++
+			if err := s.push(); err != nil {
+				return err
+			}
+			if s.peek() == '}' {
+				s.pos++
+				s.depth--
+				break
+			}
+			s.stack = append(s.stack, true)
+			if err := s.key(); err != nil {
+				return err
+			}
+			continue
+		case '[':
+			s.pos++
+			if err := s.push(); err != nil {
+				return err
+			}
+			if s.peek() == ']' {
+				s.pos++
+				s.depth--
+				break
+			}
+			s.stack = append(s.stack, false)
+			continue
+		case 't':
+			if err := s.literal("true"); err != nil {
+				return err
+			}
+		case 'f':
+			if err := s.literal("false"); err != nil {
+				return err
+			}
+		case 'n':
+			if err := s.literal("null"); err != nil {
+				return err
+			}
+		case 0:
+			return s.errorf("unexpected end of input")
+		default:
+			if _, err := s.number(); err != nil {
+				return err
+			}
+		}
+		// After a value: close containers or move to the next member or element.
+	after:
+		for {
+			if len(s.stack) == base {
+				return nil
+			}
+			inObject := s.stack[len(s.stack)-1]
+			switch c := s.peek(); {
+			case c == ',':
+				s.pos++
+				if inObject {
+					if err := s.key(); err != nil {
+						return err
+					}
+				}
+				break after
+			case c == '}' && inObject, c == ']' && !inObject:
+				s.pos++
+				s.depth--
+				s.stack = s.stack[:len(s.stack)-1]
+			default:
+				return s.errorf("want ',' or end of container")
+			}
+		}
+	}
+}
+
+// key skips an object key and its colon.
+func (s *scanner) key() error {
+	if s.peek() != '"' {
+		return s.errorf("want string key")
+	}
+	if err := s.skipString(); err != nil {
+		return err
+	}
+	if s.peek() != ':' {
+		return s.errorf("want ':' after key")
+	}
+	s.pos++
+	return nil
+}
+
+// end checks that only whitespace follows the document.
+func (s *scanner) end() error {
+	if s.peek() != 0 || s.pos != len(s.data) {
+		return s.errorf("unexpected data after value")
+	}
+	return nil
+}
+
+// fieldIndex returns the index of key in fields, matching exactly first and then under Unicode
+// case folding as encoding/json does, or -1.
+func fieldIndex(key []byte, fields []string) int {
+	for i, f := range fields {
+		if len(f) == len(key) && string(key) == f {
+			return i
+		}
+	}
+	for i, f := range fields {
+		if bytes.EqualFold(key, []byte(f)) {
+			return i
+		}
+	}
+	return -1
+}

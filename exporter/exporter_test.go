@@ -1,0 +1,186 @@
+package exporter
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func fightWrites() []auditWrite {
+	var ws []auditWrite
+	for i := range 6 {
+		actor := "system:serviceaccount:default:sa-a"
+		if i%2 == 1 {
+			actor = "system:serviceaccount:default:sa-b"
+		}
+		ws = append(ws, auditWrite{actor: actor, name: "fighter", at: time.Duration(i) * time.Second})
+	}
+	return ws
+}
+
+func TestExporterExposesFightsWritesAndConflicts(t *testing.T) {
+	e, reg := newTestExporter(t)
+	writes := append(fightWrites(),
+		auditWrite{actor: "system:serviceaccount:default:sa-a", name: "fighter", code: 409, at: 7 * time.Second},
+		auditWrite{actor: "admin", verb: "list", resource: "pods", name: "", at: 8 * time.Second},
+		auditWrite{actor: "admin", name: "x", stage: "RequestReceived", at: 9 * time.Second},
+	)
+	if _, err := e.IngestList(eventList(t, writes...)); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP loopwatch_audit_conflicts_total Writes other than creates answered 409 (optimistic-concurrency conflicts), by actor, API group and resource.
+# TYPE loopwatch_audit_conflicts_total counter
+loopwatch_audit_conflicts_total{actor="system:serviceaccount:default:sa-a",group="",resource="serviceaccounts"} 1
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+# TYPE loopwatch_audit_events_total counter
+loopwatch_audit_events_total{outcome="counted"} 8
+loopwatch_audit_events_total{outcome="duplicate"} 0
+loopwatch_audit_events_total{outcome="ignored_stage"} 1
+# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window. Capped set, expires after the offender TTL.
+# TYPE loopwatch_audit_fight_handoffs gauge
+loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",group="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
+# HELP loopwatch_audit_handoffs_total Successful writes to an object whose previous successful write was by another actor, by previous actor (from_actor), writing actor (to_actor), API group and resource. Reciprocal series (A->B and B->A both rising) are a fight.
+# TYPE loopwatch_audit_handoffs_total counter
+loopwatch_audit_handoffs_total{from_actor="system:serviceaccount:default:sa-a",group="",resource="serviceaccounts",to_actor="system:serviceaccount:default:sa-b"} 3
+loopwatch_audit_handoffs_total{from_actor="system:serviceaccount:default:sa-b",group="",resource="serviceaccounts",to_actor="system:serviceaccount:default:sa-a"} 2
+# HELP loopwatch_audit_reads_total Completed list and watch requests by actor, verb, API group and resource (only when the audit policy records reads).
+# TYPE loopwatch_audit_reads_total counter
+loopwatch_audit_reads_total{actor="admin",group="",resource="pods",verb="list"} 1
+# HELP loopwatch_audit_writes_total Completed write requests (create, update, patch, delete, deletecollection) by actor (top-K or "other"), verb, API group, resource and response code class.
+# TYPE loopwatch_audit_writes_total counter
+loopwatch_audit_writes_total{actor="system:serviceaccount:default:sa-a",code_class="2xx",group="",resource="serviceaccounts",verb="patch"} 3
+loopwatch_audit_writes_total{actor="system:serviceaccount:default:sa-a",code_class="4xx",group="",resource="serviceaccounts",verb="patch"} 1
+loopwatch_audit_writes_total{actor="system:serviceaccount:default:sa-b",code_class="2xx",group="",resource="serviceaccounts",verb="patch"} 3
+`
+	names := []string{
+		"loopwatch_audit_conflicts_total", "loopwatch_audit_events_total", "loopwatch_audit_fight_handoffs",
+		"loopwatch_audit_handoffs_total", "loopwatch_audit_reads_total", "loopwatch_audit_writes_total",
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExporterCountsARetriedBatchOnce(t *testing.T) {
+	e, reg := newTestExporter(t)
+	body := eventList(t, fightWrites()...)
+	for range 3 {
+		if _, err := e.IngestList(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := `
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+# TYPE loopwatch_audit_events_total counter
+loopwatch_audit_events_total{outcome="counted"} 6
+loopwatch_audit_events_total{outcome="duplicate"} 12
+loopwatch_audit_events_total{outcome="ignored_stage"} 0
+# HELP loopwatch_audit_batches_total Event batches decoded and tracked (webhook requests and file ingest chunks).
+# TYPE loopwatch_audit_batches_total counter
+loopwatch_audit_batches_total 3
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loopwatch_audit_events_total", "loopwatch_audit_batches_total"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestExporterRefusesAMalformedBatchWhole(t *testing.T) {
+	e, reg := newTestExporter(t)
+	body := eventList(t, fightWrites()...)
+	if _, err := e.IngestList(body[:len(body)-3]); err == nil {
+		t.Fatal("truncated batch accepted")
+	}
+	if got := testutil.ToFloat64(e.metrics.events.WithLabelValues(EventCounted)); got != 0 {
+		t.Fatalf("%v events counted from a malformed batch", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "loopwatch_audit_writes_total"); err != nil || n != 0 {
+		t.Fatalf("writes series %d, err %v", n, err)
+	}
+}
+
+func TestIngestLinesSkipsBadLines(t *testing.T) {
+	e, reg := newTestExporter(t)
+	var b strings.Builder
+	for i, w := range fightWrites() {
+		w.id = fmt.Sprint(i)
+		line := string(eventList(t, w))
+		// One event per line, as the log backend writes it.
+		line = strings.TrimSuffix(strings.TrimPrefix(line, `{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[`), "]}")
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("{not json\n\n")
+	b.WriteString(`{"verb":"` + strings.Repeat("x", 1200) + `"}` + "\n")
+	b.WriteString(`{"verb":"patch"}`) // no final newline
+	if err := e.IngestLines(strings.NewReader(b.String()), 1000); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP loopwatch_audit_dropped_events_total Events dropped by file or stdin ingest, by reason (malformed, line_too_long).
+# TYPE loopwatch_audit_dropped_events_total counter
+loopwatch_audit_dropped_events_total{reason="line_too_long"} 1
+loopwatch_audit_dropped_events_total{reason="malformed"} 1
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+# TYPE loopwatch_audit_events_total counter
+loopwatch_audit_events_total{outcome="counted"} 6
+loopwatch_audit_events_total{outcome="duplicate"} 0
+loopwatch_audit_events_total{outcome="ignored_stage"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loopwatch_audit_dropped_events_total", "loopwatch_audit_events_total"); err != nil {
+		t.Fatal(err)
+	}
+	if f := e.Tracker().Fights(); len(f) != 1 {
+		t.Fatalf("fights from file ingest: %+v", f)
+	}
+}
+
+func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
+	e, reg := newTestExporter(t)
+	var ws []auditWrite
+	ws = append(ws, fightWrites()...)
+	for i := range 25 {
+		ws = append(ws, auditWrite{actor: "hot", name: "hot", at: time.Duration(i) * 100 * time.Millisecond})
+	}
+	ws = append(ws,
+		auditWrite{actor: "sa", pod: "p1", name: "race"}, auditWrite{actor: "sa", pod: "p2", name: "race", code: 409, at: time.Second},
+		auditWrite{actor: "lister", verb: "list", resource: "pods"})
+	if _, err := e.IngestList(eventList(t, ws...)); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exposed := map[string]bool{}
+	for _, f := range families {
+		exposed[f.GetName()] = true
+	}
+	declared := map[string]bool{}
+	for _, m := range MetricCatalogue() {
+		declared[m.Name] = true
+		if !exposed[m.Name] {
+			t.Errorf("catalogue metric %s is not exposed", m.Name)
+		}
+	}
+	for name := range exposed {
+		if !declared[name] {
+			t.Errorf("exposed metric %s is missing from the catalogue", name)
+		}
+	}
+}
+
+func TestReadmeDocumentsEveryMetric(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range MetricCatalogue() {
+		if !strings.Contains(string(readme), "`"+m.Name+"`") {
+			t.Errorf("README.md does not document %s", m.Name)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package track
+
+// ways is the associativity of the object table: an object lives in one of the ways slots of its
+// set, so a lookup touches one cache-line-sized run of slots and eviction is local.
+const ways = 8
+
+// objectState is everything kept per tracked object. It has no pointers (the garbage collector
+// never scans the table) and is 56 bytes; times are seconds on the tracker's event-time scale.
+type objectState struct {
+	key   uint64 // hash of group/resource/namespace/name/subresource; 0 means empty
+	actor uint64 // hash of the last successful writer
+	other uint64 // hash of the other actor of the current handoff pair
+	pod   uint64 // hash of the last writing pod (actor and pod name), 0 when none
+
+	seen      uint32 // last write
+	fightFrom uint32 // start of the handoff window
+	hotFrom   uint32 // start of the hot window
+	podAt     uint32 // last write by pod
+	podActor  uint32 // low bits of the actor hash of pod
+
+	handoffs  uint16 // handoffs between actor and other since fightFrom
+	hotWrites uint16 // writes by actor since hotFrom
+}
+
+// objectTable is a fixed-size set-associative table of objectState.
+type objectTable struct {
+	slots     []objectState
+	setMask   uint64
+	ttl       uint32
+	live      int
+	evictions uint64
+	sweepAt   int
+}
+
+func newObjectTable(maxObjects int, ttlSeconds uint32) *objectTable {
+	sets := 1
+	for sets*ways < maxObjects {
+		sets <<= 1
+	}
+	return &objectTable{slots: make([]objectState, sets*ways), setMask: uint64(sets - 1), ttl: ttlSeconds}
+}
+
+func (t *objectTable) expired(s *objectState, now uint32) bool {
+	return s.key != 0 && now > s.seen && now-s.seen > t.ttl
+}
+
+// get returns the state of key, creating it (fresh) when absent. When the set is full the slot
+// written longest ago is evicted; fresh reports whether the state was just created.
+func (t *objectTable) get(key uint64, now uint32) (s *objectState, fresh bool) {
+	if key == 0 {
+		key = 1
+	}
+	base := int((key>>32)&t.setMask) * ways
+	set := t.slots[base : base+ways]
+	for i := range set {
+		if set[i].key != key {
+			continue
+		}
+		if t.expired(&set[i], now) {
+			set[i] = objectState{key: key, seen: now}
+			return &set[i], true
+		}
+		return &set[i], false
+	}
+	victim := -1
+	for i := range set {
+		if set[i].key == 0 {
+			victim = i
+			break
+		}
+	}
+	if victim < 0 {
+		for i := range set {
+			if t.expired(&set[i], now) {
+				victim = i
+				break
+			}
+		}
+	}
+	if victim < 0 {
+		victim = 0
+		for i := 1; i < len(set); i++ {
+			if set[i].seen < set[victim].seen {
+				victim = i
+			}
+		}
+	}
+	v := &set[victim]
+	switch {
+	case v.key == 0:
+		t.live++
+	case !t.expired(v, now):
+		t.evictions++
+	}
+	*v = objectState{key: key, seen: now}
+	return v, true
+}
+
+// sweep clears up to n expired slots, continuing where the last sweep stopped, so that the live
+// count converges without ever scanning the whole table at once.
+func (t *objectTable) sweep(n int, now uint32) {
+	for range n {
+		s := &t.slots[t.sweepAt]
+		if t.expired(s, now) {
+			*s = objectState{}
+			t.live--
+		}
+		t.sweepAt++
+		if t.sweepAt == len(t.slots) {
+			t.sweepAt = 0
+		}
+	}
+}

@@ -1,0 +1,68 @@
+package track
+
+import (
+	"testing"
+	"unsafe"
+)
+
+func TestObjectStateIsSmall(t *testing.T) {
+	if size := unsafe.Sizeof(objectState{}); size > 64 {
+		t.Fatalf("objectState is %d bytes, want at most 64", size)
+	}
+}
+
+func TestObjectTable(t *testing.T) {
+	cases := []struct {
+		name          string
+		run           func(tb *objectTable)
+		live          int
+		evictions     uint64
+		wantFreshLast bool
+	}{
+		{
+			name: "finds an object it holds",
+			run: func(tb *objectTable) {
+				tb.get(42, 10)
+				tb.get(42, 11)
+			},
+			live: 1,
+		},
+		{
+			name: "evicts the least recently written object of a full set and counts it",
+			run: func(tb *objectTable) {
+				for i := range ways + 1 {
+					tb.get(uint64(i+1), uint32(10+i)) // one set: the set index uses the high bits
+				}
+			},
+			live: ways, evictions: 1,
+		},
+		{
+			name: "reuses expired slots without counting an eviction",
+			run: func(tb *objectTable) {
+				for i := range ways {
+					tb.get(uint64(i+1), 10)
+				}
+				tb.get(100, 10+100)
+			},
+			live: ways,
+		},
+		{
+			name: "sweeps expired objects",
+			run: func(tb *objectTable) {
+				tb.get(1, 10)
+				tb.get(2, 10)
+				tb.sweep(len(tb.slots), 200)
+			},
+			live: 0,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tb := newObjectTable(ways, 60)
+			tc.run(tb)
+			if tb.live != tc.live || tb.evictions != tc.evictions {
+				t.Fatalf("live %d evictions %d, want %d and %d", tb.live, tb.evictions, tc.live, tc.evictions)
+			}
+		})
+	}
+}

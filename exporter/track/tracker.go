@@ -1,0 +1,404 @@
+package track
+
+import (
+	"hash/maphash"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/loopwatch/loopwatch/exporter/decode"
+)
+
+// Observation is what the tracker reports to its Sink for one counted event.
+type Observation struct {
+	Event *decode.Event
+	// Actor is the full actor name; ActorLabel its bounded label value (the name or "other").
+	Actor      string
+	ActorLabel string
+	// Group and Resource are bounded label values ("other" beyond Config.MaxResources).
+	Group    string
+	Resource string
+}
+
+// Sink receives the tracker's observations; the exporter turns them into counters, the
+// post-mortem report into totals. Calls happen with the tracker's lock held, in event order.
+type Sink interface {
+	// Write is called for every write (create, update, patch, delete, deletecollection),
+	// whatever its response code.
+	Write(o *Observation)
+	// Read is called for every list and watch.
+	Read(o *Observation)
+	// Handoff is called when a successful write follows one by another actor on the same object.
+	Handoff(o *Observation, fromActor, fromLabel string)
+	// Demoted is called when an actor label value is taken away, so its series can be deleted.
+	Demoted(label string)
+}
+
+// Stats are the tracker's self-metrics.
+type Stats struct {
+	TrackedObjects    int
+	TrackedActors     int
+	LabelledActors    int
+	ObjectEvictions   uint64
+	OffenderEvictions uint64
+	ActorDemotions    uint64
+}
+
+// sweepPerBatch is how many object slots each batch checks for expiry.
+const sweepPerBatch = 4096
+
+// Tracker attributes events to actors and detects fights, hot objects and replica races. It is
+// safe for concurrent use.
+type Tracker struct {
+	mu        sync.Mutex
+	cfg       Config
+	sink      Sink
+	seed      maphash.Seed
+	actors    *actorLabels
+	names     *nameCache
+	objects   *objectTable
+	resources map[[2]string]struct{}
+	fights    *offenderTable[Fight]
+	hot       *offenderTable[HotObject]
+	races     *offenderTable[Race]
+
+	base      int64 // event-time origin, unix seconds
+	nextDecay time.Time
+
+	// One-entry caches: consecutive events mostly come from the same actor and resource.
+	lastActor     string
+	lastActorHash uint64
+	lastResource  [2]string
+	lastResLabels [2]string
+
+	fightWindow, hotWindow, raceWindow uint32
+}
+
+// New returns a tracker reporting to sink.
+func New(cfg Config, sink Sink) (*Tracker, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if sink == nil {
+		return nil, errSinkRequired
+	}
+	secs := func(d time.Duration) uint32 { return uint32(math.Ceil(d.Seconds())) }
+	return &Tracker{
+		cfg:         cfg,
+		sink:        sink,
+		seed:        maphash.MakeSeed(),
+		actors:      newActorLabels(cfg.TopK, cfg.Candidates, cfg.MinLabelCount),
+		names:       newNameCache(4 * cfg.Candidates),
+		objects:     newObjectTable(cfg.MaxObjects, secs(cfg.ObjectTTL)),
+		resources:   make(map[[2]string]struct{}, cfg.MaxResources),
+		fights:      newOffenderTable[Fight](cfg.MaxOffenders, cfg.OffenderTTL),
+		hot:         newOffenderTable[HotObject](cfg.MaxOffenders, cfg.OffenderTTL),
+		races:       newOffenderTable[Race](cfg.MaxOffenders, cfg.OffenderTTL),
+		nextDecay:   cfg.Now().Add(cfg.DecayInterval),
+		fightWindow: secs(cfg.FightWindow),
+		hotWindow:   secs(cfg.HotWindow),
+		raceWindow:  secs(cfg.RaceWindow),
+	}, nil
+}
+
+// ObserveBatch tracks the counted events of a batch (ResponseComplete and Panic stages; the
+// others are ignored) and returns how many were counted. skip, when non-nil, is consulted first
+// and lets the caller drop duplicates.
+func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) bool) (counted int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.cfg.Now()
+	t.maybeDecay(now)
+	for i := range events {
+		ev := &events[i]
+		if !ev.Counts() || skip != nil && skip(ev) {
+			continue
+		}
+		t.observe(ev, now)
+		counted++
+	}
+	t.objects.sweep(sweepPerBatch, t.lastSeconds(now))
+	return counted
+}
+
+// Observe tracks one event; it reports whether the event was counted.
+func (t *Tracker) Observe(ev *decode.Event) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !ev.Counts() {
+		return false
+	}
+	now := t.cfg.Now()
+	t.maybeDecay(now)
+	t.observe(ev, now)
+	return true
+}
+
+func (t *Tracker) maybeDecay(now time.Time) {
+	if now.Before(t.nextDecay) {
+		return
+	}
+	for _, l := range t.actors.decay() {
+		t.sink.Demoted(l)
+	}
+	t.nextDecay = now.Add(t.cfg.DecayInterval)
+}
+
+// seconds maps an event time onto the tracker's uint32 scale.
+func (t *Tracker) seconds(ts time.Time) uint32 {
+	u := ts.Unix()
+	if t.base == 0 {
+		t.base = u - 1<<30
+	}
+	d := u - t.base
+	switch {
+	case d < 1:
+		return 1
+	case d > math.MaxUint32:
+		return math.MaxUint32
+	}
+	return uint32(d)
+}
+
+func (t *Tracker) lastSeconds(now time.Time) uint32 {
+	if t.base == 0 {
+		return 0
+	}
+	return t.seconds(now)
+}
+
+func (t *Tracker) timeOf(sec uint32) time.Time {
+	return time.Unix(t.base+int64(sec), 0).UTC()
+}
+
+func (t *Tracker) resourceLabels(group, resource string) (string, string) {
+	k := [2]string{group, resource}
+	if k == t.lastResource && t.lastResLabels[1] != "" {
+		return t.lastResLabels[0], t.lastResLabels[1]
+	}
+	labels := [2]string{OtherLabel, OtherLabel}
+	if _, ok := t.resources[k]; ok {
+		labels = k
+	} else if len(t.resources) < t.cfg.MaxResources {
+		t.resources[k] = struct{}{}
+		labels = k
+	}
+	t.lastResource, t.lastResLabels = k, labels
+	return labels[0], labels[1]
+}
+
+func (t *Tracker) actorHash(actor string) uint64 {
+	if actor == t.lastActor && t.lastActorHash != 0 {
+		return t.lastActorHash
+	}
+	h := maphash.String(t.seed, actor)
+	if h == 0 {
+		h = 1
+	}
+	t.lastActor, t.lastActorHash = actor, h
+	return h
+}
+
+func (t *Tracker) objectHash(ev *decode.Event) uint64 {
+	h := maphash.String(t.seed, ev.Name)
+	for _, p := range [...]string{ev.Namespace, ev.Resource, ev.APIGroup, ev.Subresource} {
+		h = (h ^ maphash.String(t.seed, p)) * 0x100000001b3
+		h ^= h >> 29
+	}
+	return h
+}
+
+func objectRef(ev *decode.Event) ObjectRef {
+	return ObjectRef{Group: ev.APIGroup, Resource: ev.Resource, Namespace: ev.Namespace, Name: ev.Name, Subresource: ev.Subresource}
+}
+
+func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
+	actor := ev.Actor()
+	ah := t.actorHash(actor)
+	o := Observation{Event: ev, Actor: actor, ActorLabel: t.actors.observe(ah, actor)}
+	o.Group, o.Resource = t.resourceLabels(ev.APIGroup, ev.Resource)
+	switch {
+	case ev.IsRead():
+		t.sink.Read(&o)
+		return
+	case !ev.IsWrite():
+		return
+	}
+	t.sink.Write(&o)
+	success := ev.Code >= 200 && ev.Code < 400
+	conflict := ev.IsConflict()
+	if ev.Name == "" || !success && !conflict {
+		return
+	}
+	ts := ev.StageTimestamp
+	if ts.IsZero() {
+		ts = clock
+	}
+	now := t.seconds(ts)
+	key := t.objectHash(ev)
+	st, _ := t.objects.get(key, now)
+	st.seen = now
+	t.names.put(ah, actor)
+	if ev.Pod != "" && ev.ImpersonatedUsername == "" {
+		t.trackRace(ev, st, key, actor, ah, now, ts, clock, conflict)
+	}
+	if !success {
+		return
+	}
+	t.trackFight(&o, st, key, ah, now, ts, clock)
+	t.trackHot(ev, st, key, actor, ah, now, ts, clock)
+	st.actor = ah
+}
+
+func (t *Tracker) trackRace(ev *decode.Event, st *objectState, key uint64, actor string, ah uint64, now uint32, ts, clock time.Time, conflict bool) {
+	var ph maphash.Hash
+	ph.SetSeed(t.seed)
+	ph.WriteString(actor)
+	ph.WriteByte(0)
+	ph.WriteString(ev.Pod)
+	pod := ph.Sum64() | 1
+	t.names.put(pod, ev.Pod)
+	a32 := uint32(ah)
+	r := t.races.get(key, clock)
+	if r == nil && st.pod != 0 && st.pod != pod && st.podActor == a32 && now-st.podAt <= t.raceWindow {
+		r = t.races.add(key, Race{
+			Object: objectRef(ev), Actor: actor, Pods: []string{t.names.get(st.pod)}, Writes: 1,
+			First: t.timeOf(st.podAt),
+		}, clock)
+	}
+	if r != nil && r.Actor == actor {
+		r.Writes++
+		if conflict {
+			r.Conflicts++
+		}
+		r.Last = ts
+		r.Pods = addPod(r.Pods, ev.Pod, t.cfg.MaxRacePods)
+	}
+	st.pod, st.podAt, st.podActor = pod, now, a32
+}
+
+// addPod inserts pod into the sorted set pods, bounded by max.
+func addPod(pods []string, pod string, max int) []string {
+	i := 0
+	for i < len(pods) && pods[i] < pod {
+		i++
+	}
+	if i < len(pods) && pods[i] == pod || len(pods) >= max {
+		return pods
+	}
+	pods = append(pods, "")
+	copy(pods[i+1:], pods[i:])
+	pods[i] = pod
+	return pods
+}
+
+func (t *Tracker) trackFight(o *Observation, st *objectState, key uint64, ah uint64, now uint32, ts, clock time.Time) {
+	if st.actor == 0 || st.actor == ah {
+		return
+	}
+	from := t.names.get(st.actor)
+	t.sink.Handoff(o, from, t.actors.label(st.actor))
+	if st.other == ah && now-st.fightFrom <= t.fightWindow {
+		if st.handoffs < math.MaxUint16 {
+			st.handoffs++
+		}
+	} else {
+		st.handoffs, st.fightFrom = 1, now
+	}
+	st.other = st.actor
+	a, b := o.Actor, from
+	if b < a {
+		a, b = b, a
+	}
+	f := t.fights.get(key, clock)
+	switch {
+	case f != nil && f.ActorA == a && f.ActorB == b:
+		f.Handoffs++
+		f.Last = ts
+	case int(st.handoffs) >= t.cfg.FightHandoffs:
+		v := Fight{Object: objectRef(o.Event), ActorA: a, ActorB: b, Handoffs: int(st.handoffs), First: t.timeOf(st.fightFrom), Last: ts}
+		if f != nil {
+			*f = v
+		} else {
+			t.fights.add(key, v, clock)
+		}
+	}
+}
+
+func (t *Tracker) trackHot(ev *decode.Event, st *objectState, key uint64, actor string, ah uint64, now uint32, ts, clock time.Time) {
+	if st.actor == ah && now-st.hotFrom <= t.hotWindow {
+		if st.hotWrites < math.MaxUint16 {
+			st.hotWrites++
+		}
+	} else {
+		st.hotWrites, st.hotFrom = 1, now
+	}
+	h := t.hot.get(key, clock)
+	switch {
+	case h != nil && h.Actor == actor:
+		h.Writes++
+		h.Last = ts
+	case int(st.hotWrites) >= t.cfg.HotWrites:
+		v := HotObject{Object: objectRef(ev), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: ts}
+		if h != nil {
+			*h = v
+		} else {
+			t.hot.add(key, v, clock)
+		}
+	}
+}
+
+// Fights returns the current fights, ordered by object.
+func (t *Tracker) Fights() []Fight {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.fights.snapshot(t.cfg.Now(), func(a, b *Fight) bool {
+		if c := lessObject(a.Object, b.Object); c != 0 {
+			return c < 0
+		}
+		return a.ActorA+"\x00"+a.ActorB < b.ActorA+"\x00"+b.ActorB
+	})
+}
+
+// HotObjects returns the current hot objects, ordered by object.
+func (t *Tracker) HotObjects() []HotObject {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.hot.snapshot(t.cfg.Now(), func(a, b *HotObject) bool {
+		if c := lessObject(a.Object, b.Object); c != 0 {
+			return c < 0
+		}
+		return a.Actor < b.Actor
+	})
+}
+
+// Races returns the current replica races, ordered by object; pod lists are copies.
+func (t *Tracker) Races() []Race {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.races.snapshot(t.cfg.Now(), func(a, b *Race) bool {
+		if c := lessObject(a.Object, b.Object); c != 0 {
+			return c < 0
+		}
+		return a.Actor < b.Actor
+	})
+	for i := range out {
+		out[i].Pods = append([]string(nil), out[i].Pods...)
+	}
+	return out
+}
+
+// Stats returns the tracker's self-metrics.
+func (t *Tracker) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Stats{
+		TrackedObjects:    t.objects.live,
+		TrackedActors:     len(t.actors.heap),
+		LabelledActors:    len(t.actors.labels),
+		ObjectEvictions:   t.objects.evictions,
+		OffenderEvictions: t.fights.evictions + t.hot.evictions + t.races.evictions,
+		ActorDemotions:    t.actors.demotions,
+	}
+}

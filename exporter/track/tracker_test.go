@@ -1,0 +1,234 @@
+package track
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/loopwatch/loopwatch/exporter/decode"
+)
+
+func newTestTracker(t *testing.T, cfg Config) (*Tracker, *recordingSink, *fakeClock) {
+	t.Helper()
+	clock := &fakeClock{now: t0}
+	cfg.Now = clock.Now
+	sink := newRecordingSink()
+	tr, err := New(cfg, sink)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr, sink, clock
+}
+
+func alternate(a, b string, n int, every time.Duration) []write {
+	var ws []write
+	for i := range n {
+		actor := a
+		if i%2 == 1 {
+			actor = b
+		}
+		ws = append(ws, write{actor: actor, name: "cm", at: time.Duration(i) * every})
+	}
+	return ws
+}
+
+func repeat(actor string, n int, every time.Duration) []write {
+	var ws []write
+	for i := range n {
+		ws = append(ws, write{actor: actor, name: "cm", at: time.Duration(i) * every})
+	}
+	return ws
+}
+
+func TestTrackerDetections(t *testing.T) {
+	cm := ObjectRef{Resource: "configmaps", Namespace: "default", Name: "cm"}
+	cases := []struct {
+		name   string
+		writes []write
+		fights []Fight
+		hot    []HotObject
+		races  []Race
+	}{
+		{
+			name:   "reports a fight naming both actors after N handoffs within the window",
+			writes: alternate("sa-b", "sa-a", 6, time.Second),
+			fights: []Fight{{Object: cm, ActorA: "sa-a", ActorB: "sa-b", Handoffs: 5, First: t0.Add(time.Second), Last: t0.Add(5 * time.Second)}},
+		},
+		{
+			name:   "stays silent when the handoffs are spread beyond the window",
+			writes: alternate("sa-a", "sa-b", 6, 3*time.Minute),
+		},
+		{
+			name:   "stays silent below N handoffs",
+			writes: alternate("sa-a", "sa-b", 4, time.Second),
+		},
+		{
+			name: "does not count a third actor towards the pair",
+			writes: []write{
+				{actor: "a", name: "cm"}, {actor: "b", name: "cm", at: 1}, {actor: "c", name: "cm", at: 2},
+				{actor: "a", name: "cm", at: 3}, {actor: "b", name: "cm", at: 4},
+			},
+		},
+		{
+			name: "does not count conflicts as handoffs",
+			writes: []write{
+				{actor: "a", name: "cm"}, {actor: "b", name: "cm", code: 409}, {actor: "a", name: "cm"},
+				{actor: "b", name: "cm", code: 409}, {actor: "a", name: "cm"}, {actor: "b", name: "cm", code: 409},
+			},
+		},
+		{
+			name:   "reports a hot object when one actor rewrites it faster than the threshold",
+			writes: repeat("ctl", 25, 100*time.Millisecond),
+			hot:    []HotObject{{Object: cm, Actor: "ctl", Writes: 25, First: t0, Last: t0.Add(2400 * time.Millisecond)}},
+		},
+		{
+			name:   "stays silent when one actor writes slower than the threshold",
+			writes: repeat("ctl", 25, 5*time.Second),
+		},
+		{
+			name: "reports a replica race with pod names and conflicts",
+			writes: []write{
+				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: time.Second, code: 409},
+				{actor: "sa", pod: "p2", name: "cm", at: 2 * time.Second}, {actor: "sa", pod: "p3", name: "cm", at: 3 * time.Second},
+			},
+			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2", "p3"}, Writes: 4, Conflicts: 1, First: t0, Last: t0.Add(3 * time.Second)}},
+		},
+		{
+			name: "stays silent when one pod writes repeatedly",
+			writes: []write{
+				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p1", name: "cm", at: time.Second},
+			},
+		},
+		{
+			name: "stays silent when two pods write outside the race window",
+			writes: []write{
+				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: 2 * time.Minute},
+			},
+		},
+		{
+			name: "does not call pods of different actors a race",
+			writes: []write{
+				{actor: "sa1", pod: "p1", name: "cm"}, {actor: "sa2", pod: "p2", name: "cm", at: time.Second},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, _, _ := newTestTracker(t, Config{HotWrites: 20, HotWindow: time.Minute, FightHandoffs: 4, FightWindow: 5 * time.Minute})
+			for _, w := range tc.writes {
+				ev := w.event()
+				tr.Observe(&ev)
+			}
+			if got := tr.Fights(); !reflect.DeepEqual(got, nonNil(tc.fights)) {
+				t.Errorf("fights:\n got %+v\nwant %+v", got, tc.fights)
+			}
+			if got := tr.HotObjects(); !reflect.DeepEqual(got, nonNil(tc.hot)) {
+				t.Errorf("hot objects:\n got %+v\nwant %+v", got, tc.hot)
+			}
+			if got := tr.Races(); !reflect.DeepEqual(got, nonNil(tc.races)) {
+				t.Errorf("races:\n got %+v\nwant %+v", got, tc.races)
+			}
+		})
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func TestTrackerReportsToSink(t *testing.T) {
+	tr, sink, _ := newTestTracker(t, Config{TopK: 2})
+	events := []decode.Event{
+		write{actor: "a", name: "x"}.event(),
+		write{actor: "b", name: "x"}.event(),
+		write{actor: "c", name: "x"}.event(),
+		write{actor: "a", name: "x", code: 409}.event(),
+		{Verb: "list", Stage: decode.StageResponseComplete, Username: "a", Resource: "pods", Code: 200},
+		{Verb: "watch", Stage: decode.StageResponseStarted, Username: "a", Resource: "pods"},
+		{Verb: "patch", Stage: decode.StageRequestReceived, Username: "a", Resource: "pods", Name: "x"},
+		{Verb: "get", Stage: decode.StageResponseComplete, Username: "a", Resource: "pods", Name: "x", Code: 200},
+	}
+	if n := tr.ObserveBatch(events, nil); n != 6 {
+		t.Errorf("counted %d events, want 6", n)
+	}
+	want := map[string][]string{
+		"writes":    {"a=2", "b=1", "other=1"},
+		"conflicts": {"a=1"},
+		"reads":     {"a=1"},
+		"handoffs":  {"a->b=1", "b->other=1"},
+	}
+	got := map[string][]string{
+		"writes": sortedKeys(sink.writes), "conflicts": sortedKeys(sink.conflicts),
+		"reads": sortedKeys(sink.reads), "handoffs": sortedKeys(sink.handoffs),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}
+
+func TestTrackerDemotesQuietActorsOnDecay(t *testing.T) {
+	tr, sink, clock := newTestTracker(t, Config{TopK: 1, DecayInterval: time.Minute})
+	ev := write{actor: "early", name: "x"}.event()
+	tr.Observe(&ev)
+	for i := range 10 {
+		ev := write{actor: "busy", name: "y", at: time.Duration(i) * time.Second}.event()
+		tr.Observe(&ev)
+	}
+	if sink.writes["busy"] != 0 || sink.writes["early"] != 1 {
+		t.Fatalf("labels before decay: %v", sink.writes)
+	}
+	clock.Set(t0.Add(2 * time.Minute))
+	ev = write{actor: "busy", name: "y", at: time.Minute}.event()
+	tr.Observe(&ev)
+	if !reflect.DeepEqual(sink.demoted, []string{"early"}) || sink.writes["busy"] != 1 {
+		t.Fatalf("after decay: demoted %v, writes %v", sink.demoted, sink.writes)
+	}
+	if s := tr.Stats(); s.LabelledActors != 1 || s.ActorDemotions != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestTrackerExpiresOffenders(t *testing.T) {
+	tr, _, clock := newTestTracker(t, Config{OffenderTTL: time.Minute})
+	for _, w := range alternate("a", "b", 8, time.Second) {
+		ev := w.event()
+		tr.Observe(&ev)
+	}
+	if len(tr.Fights()) != 1 {
+		t.Fatal("fight not reported")
+	}
+	clock.Set(t0.Add(2 * time.Minute))
+	if f := tr.Fights(); len(f) != 0 {
+		t.Fatalf("fight still reported after its TTL: %+v", f)
+	}
+}
+
+func TestTrackerCapsOffenders(t *testing.T) {
+	tr, _, _ := newTestTracker(t, Config{MaxOffenders: 3, HotWrites: 2})
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		for i := range 2 {
+			ev := write{actor: "ctl", name: name, at: time.Duration(i) * time.Second}.event()
+			tr.Observe(&ev)
+		}
+	}
+	if got := len(tr.HotObjects()); got != 3 {
+		t.Fatalf("%d hot objects, want the cap of 3", got)
+	}
+	if s := tr.Stats(); s.OffenderEvictions != 2 { // the cap of 3 evicts max(1, 3/4) = 1 entry per insertion
+		t.Fatalf("offender evictions %d, want 2", s.OffenderEvictions)
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	_, err := New(Config{TopK: 10, Candidates: 5, FightHandoffs: 1, FightWindow: time.Millisecond}, newRecordingSink())
+	want := "candidates must be at least topK\nfightHandoffs must be at least 2\nfightWindow must be at least 1s"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %q", err, want)
+	}
+	if _, err := New(Config{}, nil); err == nil {
+		t.Fatal("nil sink accepted")
+	}
+}

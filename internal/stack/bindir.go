@@ -1,0 +1,112 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+)
+
+// BinEnv names the environment variable that points at the directory of pinned binaries; the
+// Makefile exports it as bin/.
+const BinEnv = "LOOPWATCH_BIN"
+
+// BinDir returns the directory holding the binaries `make tools` builds: $LOOPWATCH_BIN when set,
+// else bin/ next to the nearest go.mod above the working directory (go test runs in the package
+// directory, so this finds the repository's bin/ without any setup).
+func BinDir() (string, error) {
+	if dir := os.Getenv(BinEnv); dir != "" {
+		return filepath.Abs(dir)
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find bin directory: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "bin"), nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("find bin directory: no go.mod above the working directory and $%s is unset", BinEnv)
+		}
+		dir = parent
+	}
+}
+
+// ErrMissingBinary is wrapped by LookPath's error when a pinned binary has not been built.
+var ErrMissingBinary = errors.New("binary not built")
+
+// LookPath returns the path of the pinned binary name in BinDir, or an error (wrapping
+// ErrMissingBinary when it is absent) that tells the reader to run `make tools`.
+func LookPath(name string) (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name)
+	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("%s not found in %s: run `make tools` to build the pinned tools: %w", name, dir, ErrMissingBinary)
+	}
+	if err != nil {
+		return "", fmt.Errorf("look up %s: %w", name, err)
+	}
+	if info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file: run `make tools`: %w", path, ErrMissingBinary)
+	}
+	return path, nil
+}
+
+// EnvtestAssets returns the directory to use as KUBEBUILDER_ASSETS for
+// sigs.k8s.io/controller-runtime/pkg/envtest (it holds etcd and kube-apiserver), checking that both
+// binaries are built. The Makefile already exports KUBEBUILDER_ASSETS; this serves plain `go test`.
+func EnvtestAssets() (string, error) {
+	for _, name := range []string{"etcd", "kube-apiserver"} {
+		if _, err := LookPath(name); err != nil {
+			return "", err
+		}
+	}
+	return BinDir()
+}
+
+// PrometheusOperatorCRDDir returns the directory holding the PrometheusRule and ServiceMonitor
+// CRDs that `make tools` copies from prometheus-operator's example/prometheus-operator-crd/.
+func PrometheusOperatorCRDDir() (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	crds := filepath.Join(dir, "crds")
+	for _, f := range []string{"monitoring.coreos.com_prometheusrules.yaml", "monitoring.coreos.com_servicemonitors.yaml"} {
+		if _, err := os.Stat(filepath.Join(crds, f)); err != nil {
+			return "", fmt.Errorf("%s not found in %s: run `make tools`: %w", f, crds, ErrMissingBinary)
+		}
+	}
+	return crds, nil
+}
+
+// FreeAddr returns "127.0.0.1:<port>" for a loopback port that was free a moment ago, for a test
+// server whose listener cannot be handed over (such as controller-runtime's metrics server).
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free loopback port: %w", err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		return "", fmt.Errorf("find a free loopback port: %w", err)
+	}
+	return addr, nil
+}
+
+// freePort is FreeAddr's port alone.
+func freePort() (string, error) {
+	addr, err := FreeAddr()
+	if err != nil {
+		return "", err
+	}
+	_, port, err := net.SplitHostPort(addr)
+	return port, err
+}

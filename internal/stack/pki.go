@@ -1,0 +1,157 @@
+package stack
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// certAuthority signs the API server's serving certificate and the test users' client
+// certificates. One per control plane, generated in memory: nothing to commit, nothing to expire.
+type certAuthority struct {
+	cert    *x509.Certificate
+	key     crypto.Signer
+	certPEM []byte
+}
+
+// keyPair is a PEM certificate and its PEM private key.
+type keyPair struct {
+	CertPEM []byte
+	KeyPEM  []byte
+}
+
+// newCertAuthority generates a self-signed CA named name.
+func newCertAuthority(name string) (*certAuthority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate CA key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial(),
+		Subject:               pkix.Name{CommonName: name},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("self-sign CA: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parse CA: %w", err)
+	}
+	return &certAuthority{cert: cert, key: key, certPEM: pemBlock("CERTIFICATE", der)}, nil
+}
+
+// serving issues a server certificate for the loopback addresses.
+func (ca *certAuthority) serving(name string) (keyPair, error) {
+	return ca.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: name},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	})
+}
+
+// client issues a client certificate: kube-apiserver reads the user name from the common name and
+// the groups from the organizations.
+func (ca *certAuthority) client(user string, groups ...string) (keyPair, error) {
+	return ca.issue(&x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+}
+
+// issue completes tmpl's validity and usage and signs it with a fresh key.
+func (ca *certAuthority) issue(tmpl *x509.Certificate) (keyPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return keyPair{}, fmt.Errorf("generate key for %q: %w", tmpl.Subject.CommonName, err)
+	}
+	tmpl.SerialNumber = serial()
+	tmpl.NotBefore = time.Now().Add(-time.Hour)
+	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	if err != nil {
+		return keyPair{}, fmt.Errorf("sign certificate for %q: %w", tmpl.Subject.CommonName, err)
+	}
+	keyPEM, err := ecKeyPEM(key)
+	if err != nil {
+		return keyPair{}, err
+	}
+	return keyPair{CertPEM: pemBlock("CERTIFICATE", der), KeyPEM: keyPEM}, nil
+}
+
+// write stores the pair as <dir>/<name>.crt and <dir>/<name>.key and returns both paths.
+func (kp keyPair) write(dir, name string) (certFile, keyFile string, err error) {
+	certFile = filepath.Join(dir, name+".crt")
+	keyFile = filepath.Join(dir, name+".key")
+	if err := os.WriteFile(certFile, kp.CertPEM, 0o600); err != nil {
+		return "", "", fmt.Errorf("write %s: %w", certFile, err)
+	}
+	if err := os.WriteFile(keyFile, kp.KeyPEM, 0o600); err != nil {
+		return "", "", fmt.Errorf("write %s: %w", keyFile, err)
+	}
+	return certFile, keyFile, nil
+}
+
+// serviceAccountKeys writes the key pair kube-apiserver signs and verifies service-account tokens
+// with, returning the private and public key file paths.
+func serviceAccountKeys(dir string) (keyFile, pubFile string, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", fmt.Errorf("generate service-account key: %w", err)
+	}
+	keyPEM, err := ecKeyPEM(key)
+	if err != nil {
+		return "", "", err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return "", "", fmt.Errorf("marshal service-account public key: %w", err)
+	}
+	keyFile = filepath.Join(dir, "service-account.key")
+	pubFile = filepath.Join(dir, "service-account.pub")
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return "", "", fmt.Errorf("write %s: %w", keyFile, err)
+	}
+	if err := os.WriteFile(pubFile, pemBlock("PUBLIC KEY", pub), 0o600); err != nil {
+		return "", "", fmt.Errorf("write %s: %w", pubFile, err)
+	}
+	return keyFile, pubFile, nil
+}
+
+func ecKeyPEM(key *ecdsa.PrivateKey) ([]byte, error) {
+	der, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("marshal key: %w", err)
+	}
+	return pemBlock("EC PRIVATE KEY", der), nil
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+func serial() *big.Int {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		// crypto/rand does not fail on Linux; a constant serial would still be a valid certificate.
+		return big.NewInt(time.Now().UnixNano())
+	}
+	return n
+}

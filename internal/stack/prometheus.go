@@ -1,0 +1,232 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// PrometheusOptions configures StartPrometheus.
+type PrometheusOptions struct {
+	// RuleFiles are rule files (paths or globs) Prometheus loads.
+	RuleFiles []string
+	// Targets are the static scrape jobs.
+	Targets []ScrapeTarget
+	// ScrapeInterval is the global scrape interval (and timeout); default 1s.
+	ScrapeInterval time.Duration
+	// EvaluationInterval is the global rule evaluation interval; default 1s.
+	EvaluationInterval time.Duration
+	// ScrapeSelf adds Prometheus' own /metrics as job "prometheus". Off by default so a test's
+	// series come only from its own targets.
+	ScrapeSelf bool
+	// StartTimeout bounds the start; default 60s.
+	StartTimeout time.Duration
+}
+
+// ScrapeTarget is one static scrape job.
+type ScrapeTarget struct {
+	// Job is the job label.
+	Job string
+	// Addresses are the targets' host:port.
+	Addresses []string
+	// Labels are added to every series scraped from these targets.
+	Labels map[string]string
+	// Scheme is "http" (default) or "https".
+	Scheme string
+	// MetricsPath defaults to /metrics.
+	MetricsPath string
+	// TLS configures https targets.
+	TLS *TLSFiles
+	// BearerTokenFile holds a token sent as "Authorization: Bearer".
+	BearerTokenFile string
+}
+
+// TLSFiles are the files of a scrape job's TLS client configuration.
+type TLSFiles struct {
+	CAFile             string
+	CertFile           string
+	KeyFile            string
+	InsecureSkipVerify bool
+}
+
+// Prometheus is a running Prometheus server.
+type Prometheus struct {
+	dir  string
+	url  string
+	api  promv1.API
+	http *http.Client
+	proc *process
+}
+
+// StartPrometheus writes a configuration for opts and starts Prometheus on a free loopback port
+// in a new temporary directory, returning once it reports ready. The caller must Stop it.
+func StartPrometheus(ctx context.Context, opts PrometheusOptions) (p *Prometheus, err error) {
+	if opts.ScrapeInterval == 0 {
+		opts.ScrapeInterval = time.Second
+	}
+	if opts.EvaluationInterval == 0 {
+		opts.EvaluationInterval = time.Second
+	}
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	bin, err := LookPath("prometheus")
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "loopwatch-prometheus-")
+	if err != nil {
+		return nil, fmt.Errorf("create prometheus directory: %w", err)
+	}
+	addr, err := FreeAddr()
+	if err != nil {
+		return nil, err
+	}
+	p = &Prometheus{dir: dir, url: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, p.Stop())
+			p = nil
+		}
+	}()
+	if opts.ScrapeSelf {
+		opts.Targets = append(opts.Targets, ScrapeTarget{Job: "prometheus", Addresses: []string{addr}})
+	}
+	config, err := prometheusConfig(opts)
+	if err != nil {
+		return p, err
+	}
+	configPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(configPath, config, 0o600); err != nil {
+		return p, fmt.Errorf("write prometheus config: %w", err)
+	}
+	client, err := promapi.NewClient(promapi.Config{Address: p.url})
+	if err != nil {
+		return p, fmt.Errorf("build prometheus client: %w", err)
+	}
+	p.api = promv1.NewAPI(client)
+	args := []string{
+		"--config.file=" + configPath,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--web.listen-address=" + addr,
+		"--web.enable-lifecycle",
+		"--log.level=info",
+	}
+	proc, err := startProcess("prometheus", bin, args, filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		return p, err
+	}
+	p.proc = proc
+	return p, proc.waitReady(ctx, opts.StartTimeout, func(ctx context.Context) error {
+		return httpOK(ctx, p.http, p.url+"/-/ready")
+	})
+}
+
+// prometheusConfig renders opts as prometheus.yml. Classic histogram buckets are always scraped:
+// the generated rules and dashboards use histogram_quantile over _bucket series.
+func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
+	type tlsConfig struct {
+		CAFile             string `json:"ca_file,omitempty"`
+		CertFile           string `json:"cert_file,omitempty"`
+		KeyFile            string `json:"key_file,omitempty"`
+		InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
+	}
+	type authorization struct {
+		CredentialsFile string `json:"credentials_file"`
+	}
+	type staticConfig struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels,omitempty"`
+	}
+	type scrapeConfig struct {
+		JobName                       string         `json:"job_name"`
+		Scheme                        string         `json:"scheme,omitempty"`
+		MetricsPath                   string         `json:"metrics_path,omitempty"`
+		AlwaysScrapeClassicHistograms bool           `json:"always_scrape_classic_histograms"`
+		TLSConfig                     *tlsConfig     `json:"tls_config,omitempty"`
+		Authorization                 *authorization `json:"authorization,omitempty"`
+		StaticConfigs                 []staticConfig `json:"static_configs"`
+	}
+	type global struct {
+		ScrapeInterval     string `json:"scrape_interval"`
+		ScrapeTimeout      string `json:"scrape_timeout"`
+		EvaluationInterval string `json:"evaluation_interval"`
+	}
+	type config struct {
+		Global        global         `json:"global"`
+		RuleFiles     []string       `json:"rule_files,omitempty"`
+		ScrapeConfigs []scrapeConfig `json:"scrape_configs"`
+	}
+	c := config{
+		Global: global{
+			ScrapeInterval:     opts.ScrapeInterval.String(),
+			ScrapeTimeout:      opts.ScrapeInterval.String(),
+			EvaluationInterval: opts.EvaluationInterval.String(),
+		},
+		ScrapeConfigs: []scrapeConfig{},
+	}
+	for _, f := range opts.RuleFiles {
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, fmt.Errorf("rule file %q: %w", f, err)
+		}
+		c.RuleFiles = append(c.RuleFiles, abs)
+	}
+	for _, t := range opts.Targets {
+		if t.Job == "" || len(t.Addresses) == 0 {
+			return nil, fmt.Errorf("scrape target %q: job and addresses are required", t.Job)
+		}
+		sc := scrapeConfig{
+			JobName:                       t.Job,
+			Scheme:                        t.Scheme,
+			MetricsPath:                   t.MetricsPath,
+			AlwaysScrapeClassicHistograms: true,
+			StaticConfigs:                 []staticConfig{{Targets: t.Addresses, Labels: t.Labels}},
+		}
+		if t.TLS != nil {
+			sc.TLSConfig = &tlsConfig{CAFile: t.TLS.CAFile, CertFile: t.TLS.CertFile, KeyFile: t.TLS.KeyFile, InsecureSkipVerify: t.TLS.InsecureSkipVerify}
+		}
+		if t.BearerTokenFile != "" {
+			sc.Authorization = &authorization{CredentialsFile: t.BearerTokenFile}
+		}
+		c.ScrapeConfigs = append(c.ScrapeConfigs, sc)
+	}
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("render prometheus config: %w", err)
+	}
+	return out, nil
+}
+
+// Stop stops Prometheus (SIGKILL after a grace period). The directory is kept.
+func (p *Prometheus) Stop() error {
+	if p.proc == nil {
+		return nil
+	}
+	return p.proc.stop(10 * time.Second)
+}
+
+// URL is Prometheus' base URL, http://127.0.0.1:<port>.
+func (p *Prometheus) URL() string { return p.url }
+
+// API is a client_golang API client for this Prometheus.
+func (p *Prometheus) API() promv1.API { return p.api }
+
+// Dir is the working directory: configuration, TSDB and log file.
+func (p *Prometheus) Dir() string { return p.dir }
+
+// Logs maps "prometheus" to its log file.
+func (p *Prometheus) Logs() map[string]string {
+	if p.proc == nil {
+		return map[string]string{}
+	}
+	return map[string]string{p.proc.name: p.proc.logPath}
+}

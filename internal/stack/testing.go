@@ -1,0 +1,97 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"testing"
+)
+
+// logTailLines is how much of each component log a failed test prints.
+const logTailLines = 40
+
+// NewTestControlPlane starts a control plane for t and stops it in t.Cleanup. A missing binary
+// fails the test with a hint to run `make tools` (it skips under -short); any other start failure
+// fails the test with the StartError. When the test failed the work directory is kept and the log
+// files' paths and last lines are printed; otherwise the directory is removed.
+func NewTestControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
+	t.Helper()
+	cp, err := StartControlPlane(context.Background(), opts)
+	if err != nil {
+		failStart(t, err)
+	}
+	t.Cleanup(func() {
+		stopErr := cp.Stop()
+		if stopErr != nil {
+			t.Errorf("stop control plane: %v", stopErr)
+		}
+		finish(t, cp.dir, cp.Logs())
+	})
+	return cp
+}
+
+// NewTestPrometheus starts Prometheus for t and stops it in t.Cleanup, with NewTestControlPlane's
+// handling of missing binaries, failures and logs.
+func NewTestPrometheus(t testing.TB, opts PrometheusOptions) *Prometheus {
+	t.Helper()
+	p, err := StartPrometheus(context.Background(), opts)
+	if err != nil {
+		failStart(t, err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			t.Errorf("stop prometheus: %v", err)
+		}
+		finish(t, p.dir, p.Logs())
+	})
+	return p
+}
+
+// failStart ends the test for a start error: Skip under -short when a binary is missing, Fatal
+// otherwise, printing the failed component's log.
+func failStart(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrMissingBinary) && testing.Short() {
+		t.Skipf("skipping in -short mode: %v", err)
+	}
+	var se *StartError
+	if errors.As(err, &se) {
+		t.Logf("%s log (%s), last lines:\n%s", se.Binary, se.LogFile, tail(se.LogFile, logTailLines))
+	}
+	t.Fatal(err)
+}
+
+// finish prints the logs of a failed test and keeps its directory, or removes the directory.
+func finish(t testing.TB, dir string, logs map[string]string) {
+	if !t.Failed() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Logf("remove %s: %v", dir, err)
+		}
+		return
+	}
+	for _, name := range sortedKeys(logs) {
+		t.Logf("%s log kept at %s, last lines:\n%s", name, logs[name], tail(logs[name], logTailLines))
+	}
+}
+
+// PrintLogs writes where each component's log is, with its last lines, through logf (such as
+// t.Logf or log.Printf): for TestMain users who manage a ControlPlane themselves.
+func PrintLogs(logf func(format string, args ...any), logs map[string]string) {
+	for _, name := range sortedKeys(logs) {
+		logf("%s log at %s, last lines:\n%s", name, logs[name], tail(logs[name], logTailLines))
+	}
+}
+
+// tail returns the last n lines of the file at path, or why it cannot.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

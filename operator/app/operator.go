@@ -1,0 +1,210 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/loopwatch/loopwatch/instrument"
+	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
+	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/store"
+)
+
+// Operator is a wired, not yet started, backup operator.
+type Operator struct {
+	// Manager runs everything; call Start.
+	Manager manager.Manager
+	// Store is the default store, wrapped so faults can be switched at run time.
+	Store *store.Faulty
+	// Metrics are the instrument metrics.
+	Metrics *instrument.Metrics
+	// Orphans is the orphan-archive collector (also registered with Manager).
+	Orphans *controller.OrphanCollector
+}
+
+// NewScheme returns a scheme with the core types and the backup API.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("add core types to scheme: %w", err)
+	}
+	if err := backupv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("add backup types to scheme: %w", err)
+	}
+	return s, nil
+}
+
+// New builds the manager and registers the controllers, runnables and probes.
+func New(cfg *rest.Config, o Options) (*Operator, error) {
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	if o.KubeQPS != 0 {
+		cfg.QPS = o.KubeQPS
+	}
+	if o.KubeBurst != 0 {
+		cfg.Burst = o.KubeBurst
+	}
+	clk := o.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	reg := o.Registerer
+	if reg == nil {
+		reg = crmetrics.Registry
+	}
+	m, err := instrument.NewMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+
+	metricsOpts := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if !o.MetricsInsecure {
+		metricsOpts.SecureServing = true
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	mopts := ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElection && !o.Faults.NoLeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{
+			// Seed 003: fail instead of silently starting an informer for a
+			// kind nobody declared, and keep managedFields out of memory.
+			ReaderFailOnMissingInformer: true,
+			DefaultTransform:            cache.TransformStripManagedFields(),
+		},
+	}
+	if len(o.Namespaces) > 0 {
+		mopts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.Namespaces {
+			mopts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	if o.LeaseDuration > 0 {
+		mopts.LeaseDuration = &o.LeaseDuration
+	}
+	if o.RenewDeadline > 0 {
+		mopts.RenewDeadline = &o.RenewDeadline
+	}
+	if o.RetryPeriod > 0 {
+		mopts.RetryPeriod = &o.RetryPeriod
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("create manager: %w", err)
+	}
+
+	ctx := context.Background()
+	if err := controller.AddIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	// The Snapshot controller reads ConfigMaps and Secrets from the cache;
+	// declare their informers up front (ReaderFailOnMissingInformer).
+	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return nil, fmt.Errorf("declare informer for %T: %w", obj, err)
+		}
+	}
+
+	fs, err := store.NewFilesystem(o.StoreDir)
+	if err != nil {
+		return nil, err
+	}
+	faulty := store.NewFaulty(fs, o.Faults.SlowStore)
+	faulty.SetDeleteOutage(o.Faults.StoreOutage)
+	faulty.SetFailing(o.Faults.FailingStore)
+	stores := controller.Stores{controller.DefaultStoreName: faulty}
+
+	copts := controller.ControllerOptions{
+		MaxConcurrentReconciles: o.MaxConcurrentReconciles,
+		SkipNameValidation:      o.SkipNameValidation,
+		Metrics:                 m,
+	}
+	if o.Faults.MassUpdateEvery > 0 {
+		mu := controller.NewMassUpdater(controller.MassUpdater{
+			Reader: mgr.GetCache(), Writer: mgr.GetClient(), Every: o.Faults.MassUpdateEvery, Clock: clk,
+		})
+		copts.MassUpdates = mu.Events()
+		if err := mgr.Add(mu); err != nil {
+			return nil, fmt.Errorf("add mass updater: %w", err)
+		}
+	}
+	br := controller.NewBackupReconciler(controller.BackupReconciler{
+		Stores: stores, Clock: clk, DeleteTimeout: o.DeleteTimeout, Faults: o.Faults,
+	})
+	if err := br.SetupWithManager(mgr, copts); err != nil {
+		return nil, err
+	}
+	sr := controller.NewSnapshotReconciler(controller.SnapshotReconciler{
+		Stores: stores, Clock: clk, PutTimeout: o.PutTimeout, DeleteTimeout: o.DeleteTimeout,
+	})
+	if err := sr.SetupWithManager(mgr, copts); err != nil {
+		return nil, err
+	}
+
+	orphans := &controller.OrphanCollector{Reader: mgr.GetCache(), Stores: stores, Interval: o.OrphanInterval}
+	if err := mgr.Add(orphans); err != nil {
+		return nil, fmt.Errorf("add orphan collector: %w", err)
+	}
+	for _, f := range []struct {
+		controller, finalizer string
+		list                  func() client.ObjectList
+	}{
+		{controller.BackupControllerName, backupv1.BackupFinalizer, func() client.ObjectList { return &backupv1.BackupList{} }},
+		{controller.SnapshotControllerName, backupv1.SnapshotFinalizer, func() client.ObjectList { return &backupv1.SnapshotList{} }},
+	} {
+		fa, err := instrument.NewFinalizerAge(instrument.FinalizerAgeConfig{
+			Controller: f.controller, Finalizer: f.finalizer, Reader: mgr.GetCache(), NewList: f.list,
+			Metrics: m, Interval: o.FinalizerAgeInterval, Clock: clk,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(fa); err != nil {
+			return nil, fmt.Errorf("add finalizer age: %w", err)
+		}
+	}
+	if o.Faults.Fight {
+		fcfg := rest.CopyConfig(cfg)
+		fcfg.UserAgent = "loopwatch-fighter"
+		if o.FightAs != "" {
+			fcfg.Impersonate = rest.ImpersonationConfig{UserName: o.FightAs}
+		}
+		fc, err := client.New(fcfg, client.Options{Scheme: scheme})
+		if err != nil {
+			return nil, fmt.Errorf("create fighter client: %w", err)
+		}
+		if err := mgr.Add(&controller.Fighter{Reader: mgr.GetCache(), Writer: fc, Interval: o.FightInterval}); err != nil {
+			return nil, fmt.Errorf("add fighter: %w", err)
+		}
+	}
+	if o.ProbeAddr != "" && o.ProbeAddr != "0" {
+		if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+			return nil, fmt.Errorf("add healthz: %w", err)
+		}
+		if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+			return nil, fmt.Errorf("add readyz: %w", err)
+		}
+	}
+	return &Operator{Manager: mgr, Store: faulty, Metrics: m, Orphans: orphans}, nil
+}

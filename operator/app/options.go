@@ -1,0 +1,148 @@
+// Package app wires the backup operator's manager: cache, controllers, store,
+// metrics, leader election and fault modes. The binary (cmd/backup-operator),
+// the tests and the demo all start it through Options and New.
+package app
+
+import (
+	"flag"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
+
+	"github.com/loopwatch/loopwatch/operator/controller"
+)
+
+// Options configure the operator. The zero value plus Defaults is a sane
+// production setup; every fault is off.
+type Options struct {
+	// MetricsAddr is where /metrics is served; "0" turns it off.
+	MetricsAddr string
+	// MetricsInsecure serves plain, unauthenticated HTTP (local use and demos).
+	// Otherwise metrics are served over HTTPS and every request is
+	// authenticated and authorized against the API server.
+	MetricsInsecure bool
+	// ProbeAddr is where /healthz and /readyz are served; "0" turns it off.
+	ProbeAddr string
+
+	// LeaderElection is on by default (see Defaults).
+	LeaderElection bool
+	// LeaderElectionID names the Lease.
+	LeaderElectionID string
+	// LeaderElectionNamespace holds the Lease; defaults to the pod's namespace.
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune failover; zero keeps
+	// controller-runtime's defaults (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	// Namespaces limits the operator to these namespaces; empty watches all.
+	Namespaces []string
+
+	// StoreDir is the filesystem store's root.
+	StoreDir string
+	// PutTimeout bounds writing one archive.
+	PutTimeout time.Duration
+	// DeleteTimeout bounds a finalizer's store clean-up; keep it well under the
+	// 30 s deletion SLA.
+	DeleteTimeout time.Duration
+	// OrphanInterval is the period of the orphan-archive collector.
+	OrphanInterval time.Duration
+	// FinalizerAgeInterval is the period of the finalizer-age gauge.
+	FinalizerAgeInterval time.Duration
+
+	// MaxConcurrentReconciles per controller.
+	MaxConcurrentReconciles int
+	// KubeQPS and KubeBurst set the client's rate limit; client-go's defaults
+	// (5/10, raised to 20/30 by controller-runtime) throttle large fleets.
+	KubeQPS   float32
+	KubeBurst int
+
+	// Faults are the injected bugs, all off by default.
+	Faults controller.Faults
+	// FightAs is the user the fight fault's second writer impersonates (for
+	// example "system:serviceaccount:backup-system:tier-controller"); empty
+	// keeps the operator's identity with its own user agent.
+	FightAs string
+	// FightInterval is the second writer's period.
+	FightInterval time.Duration
+
+	// Registerer receives the instrument metrics; nil means controller-runtime's
+	// metrics.Registry (the one the manager serves).
+	Registerer prometheus.Registerer
+	// SkipNameValidation lets tests run several managers in one process.
+	SkipNameValidation bool
+	// Clock is the controllers' time source.
+	Clock clock.Clock
+}
+
+// Defaults returns the production defaults.
+func Defaults() Options {
+	return Options{
+		MetricsAddr:             ":8443",
+		ProbeAddr:               ":8081",
+		LeaderElection:          true,
+		LeaderElectionID:        "backup-operator.loopwatch.dev",
+		StoreDir:                "/var/lib/backup-operator",
+		PutTimeout:              time.Minute,
+		DeleteTimeout:           10 * time.Second,
+		OrphanInterval:          5 * time.Minute,
+		FinalizerAgeInterval:    10 * time.Second,
+		MaxConcurrentReconciles: 4,
+		KubeQPS:                 50,
+		KubeBurst:               100,
+		FightInterval:           time.Second,
+	}
+}
+
+// BindFlags registers the command-line flags, with o's values as defaults.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, "Address of the metrics endpoint; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsInsecure, "metrics-insecure", o.MetricsInsecure, "Serve metrics over plain HTTP without authentication (local use and demos only).")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of the health probes; \"0\" disables them.")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so only one replica reconciles.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's).")
+	fs.StringVar(&o.StoreDir, "store-dir", o.StoreDir, "Root directory of the filesystem archive store.")
+	fs.DurationVar(&o.PutTimeout, "store-put-timeout", o.PutTimeout, "Timeout for writing one archive.")
+	fs.DurationVar(&o.DeleteTimeout, "store-delete-timeout", o.DeleteTimeout, "Timeout for a finalizer's store clean-up; deletion proceeds after it.")
+	fs.DurationVar(&o.OrphanInterval, "orphan-interval", o.OrphanInterval, "Period of the orphaned-archive collector.")
+	fs.Func("namespace", "Watch only this namespace (repeatable); default all.", func(v string) error {
+		o.Namespaces = append(o.Namespaces, v)
+		return nil
+	})
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "Workers per controller.")
+	fs.Var(float32Value{&o.KubeQPS}, "kube-api-qps", "Client requests per second to the API server.")
+	fs.IntVar(&o.KubeBurst, "kube-api-burst", o.KubeBurst, "Client burst to the API server.")
+
+	fs.BoolVar(&o.Faults.HotLoop, "fault-hot-loop", false, "FAULT: patch a timestamp annotation on every reconcile without a generation predicate (seed 002).")
+	fs.BoolVar(&o.Faults.NPlusOne, "fault-n-plus-one", false, "FAULT: list every Backup and GET each one uncached on every reconcile (seed 000).")
+	fs.IntVar(&o.Faults.NPlusOneFanout, "fault-n-plus-one-fanout", 50, "FAULT: per-object GETs per reconcile in --fault-n-plus-one.")
+	fs.DurationVar(&o.Faults.SlowStore, "fault-slow-store", 0, "FAULT: add this latency to every store call, e.g. 45s (seed 000).")
+	fs.BoolVar(&o.Faults.StoreOutage, "fault-store-outage", false, "FAULT: store deletes hang until their timeout (seed 000).")
+	fs.BoolVar(&o.Faults.Fight, "fault-fight", false, "FAULT: a second writer fights the controller over an annotation (seed 004).")
+	fs.StringVar(&o.FightAs, "fault-fight-as", o.FightAs, "FAULT: user the second writer impersonates.")
+	fs.BoolVar(&o.Faults.NoLeaderElection, "fault-no-leader-election", false, "FAULT: run without leader election so replicas race (seed 000).")
+	fs.DurationVar(&o.Faults.MassUpdateEvery, "fault-mass-update-every", 0, "FAULT: touch and requeue every Backup at this period (seed 000).")
+	fs.BoolVar(&o.Faults.FailingStore, "fault-failing-store", false, "FAULT: every store write fails (error storm).")
+}
+
+// float32Value is a flag.Value for a float32.
+type float32Value struct{ p *float32 }
+
+func (f float32Value) String() string {
+	if f.p == nil {
+		return "0"
+	}
+	return strconv.FormatFloat(float64(*f.p), 'g', -1, 32)
+}
+
+func (f float32Value) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 32)
+	if err != nil {
+		return fmt.Errorf("parse %q as a number: %w", s, err)
+	}
+	*f.p = float32(v)
+	return nil
+}

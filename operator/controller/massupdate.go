@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
+)
+
+// MassUpdater is the periodic mass update fault (seed 000's spikes every two
+// hours): every Every it stamps MassUpdateAnnotation on every Backup and
+// requeues all of them at once, as a cron job touching everything does.
+type MassUpdater struct {
+	// Reader lists Backups, normally the cache.
+	Reader client.Reader
+	// Writer patches them.
+	Writer client.Client
+	// Every is the period. Required.
+	Every time.Duration
+	// Clock is the time source.
+	Clock clock.PassiveClock
+
+	events chan event.GenericEvent
+}
+
+// NewMassUpdater returns the updater; pass Events() to ControllerOptions.MassUpdates.
+func NewMassUpdater(m MassUpdater) *MassUpdater {
+	if m.Clock == nil {
+		m.Clock = clock.RealClock{}
+	}
+	m.events = make(chan event.GenericEvent, 1024)
+	return &m
+}
+
+// Events is the stream of requeues for the Backup controller.
+func (m *MassUpdater) Events() <-chan event.GenericEvent { return m.events }
+
+// NeedLeaderElection reports true.
+func (m *MassUpdater) NeedLeaderElection() bool { return true }
+
+// Start updates every Every until ctx is done.
+func (m *MassUpdater) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("mass-updater")
+	t := time.NewTicker(m.Every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		n, err := m.round(ctx)
+		if err != nil {
+			logger.Error(err, "Mass update failed")
+		}
+		logger.Info("Mass-updated backups", "count", n)
+	}
+}
+
+func (m *MassUpdater) round(ctx context.Context) (int, error) {
+	list := &backupv1.BackupList{}
+	if err := m.Reader.List(ctx, list); err != nil {
+		return 0, fmt.Errorf("list backups: %w", err)
+	}
+	stamp := m.Clock.Now().UTC().Format(time.RFC3339)
+	n := 0
+	for i := range list.Items {
+		b := &list.Items[i]
+		orig := b.DeepCopy()
+		if b.Annotations == nil {
+			b.Annotations = map[string]string{}
+		}
+		b.Annotations[MassUpdateAnnotation] = stamp
+		if err := m.Writer.Patch(ctx, b, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+			return n, fmt.Errorf("patch backup %s/%s: %w", b.Namespace, b.Name, err)
+		}
+		n++
+		select {
+		case m.events <- event.GenericEvent{Object: b}:
+		case <-ctx.Done():
+			return n, nil
+		}
+	}
+	return n, nil
+}
