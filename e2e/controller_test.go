@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -44,11 +45,13 @@ const (
 	holdFinalizer = "e2e.loopwatch.io/hold-finalizer"
 	// flakyPrefix names objects whose reconcile always fails, as a broken dependency would.
 	flakyPrefix = "flaky-"
+	// periodicPrefix names objects re-checked every 2s (RequeueAfter), as an external state would be.
+	periodicPrefix = "periodic-"
 )
 
 // mirrorReconciler copies each ConfigMap's data["value"] into an annotation, owns a finalizer,
-// fails on "flaky-" objects and re-checks every object periodically (RequeueAfter): reconcile
-// results success, error and requeue_after, GET/LIST/PATCH calls, and a finalizer age.
+// fails on "flaky-" objects and re-checks "periodic-" objects (RequeueAfter): reconcile results
+// success, error and requeue_after, GET/LIST/PATCH calls, and a finalizer age.
 type mirrorReconciler struct {
 	client client.Client
 }
@@ -85,7 +88,10 @@ func (r *mirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if strings.HasPrefix(cm.Name, flakyPrefix) {
 		return ctrl.Result{}, errors.New("the object store this object needs is unavailable")
 	}
-	return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	if strings.HasPrefix(cm.Name, periodicPrefix) {
+		return ctrl.Result{RequeueAfter: 2 * time.Second}, nil
+	}
+	return ctrl.Result{}, nil
 }
 
 // testManager is the running manager and where it serves metrics.
@@ -190,21 +196,45 @@ func startManager(t *testing.T, cp *stack.ControlPlane, namespace string) testMa
 		}
 		_ = logFile.Close()
 		if t.Failed() {
-			t.Logf("manager log: %s", logPath)
+			// t.TempDir goes away with the test: print the end of the log here.
+			t.Logf("manager log, last lines:\n%s", tailFile(logPath, 40))
 		}
 	})
 	return testManager{metricsAddr: metricsAddr, logPath: logPath}
 }
 
-// runWorkload creates the mirrored ConfigMaps (steady ones, a flaky one, one stuck in deletion
-// behind its finalizer) and then keeps changing their values, as users would, until ctx ends.
-func runWorkload(ctx context.Context, t *testing.T, cfg *rest.Config, namespace string) {
+// runWorkload creates the mirrored ConfigMaps (plain ones, a periodic one, a flaky one, one stuck
+// in deletion behind its finalizer) and then, until ctx ends, keeps the audit signals coming from
+// distinct actors: a user changing values (which the controller mirrors back: a write fight), a
+// second user updating with a stale resourceVersion (409 conflicts), and two pods of one
+// ServiceAccount writing the same object (a replica race).
+func runWorkload(ctx context.Context, t *testing.T, cp *stack.ControlPlane, namespace string) {
 	t.Helper()
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
+	newClient := func(cfg *rest.Config, err error) client.Client {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := client.New(cfg, client.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
 	}
-	names := []string{"alpha", "beta", "gamma", "delta", flakyPrefix + "epsilon", "stuck"}
+	editor := newClient(cp.UserConfig("editor"))
+	stale := newClient(cp.UserConfig("stale-writer"))
+	racers := []client.Client{
+		newClient(cp.PodConfig(ctx, namespace, "racer", "racer-0")),
+		newClient(cp.PodConfig(ctx, namespace, "racer", "racer-1")),
+	}
+	writeConfigMaps := rbacv1.PolicyRule{Verbs: []string{"create", "get", "update", "patch", "delete"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}
+	for _, subject := range []rbacv1.Subject{stack.UserSubject("editor"), stack.UserSubject("stale-writer"), stack.ServiceAccountSubject(namespace, "racer")} {
+		if err := cp.Grant(ctx, subject, writeConfigMaps); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	names := []string{"alpha", "beta", "gamma", periodicPrefix + "delta", flakyPrefix + "epsilon", "stuck", "raced"}
 	for _, name := range names {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{selectorLabel: "true"}},
@@ -213,16 +243,21 @@ func runWorkload(ctx context.Context, t *testing.T, cfg *rest.Config, namespace 
 		if name == "stuck" {
 			cm.Annotations = map[string]string{holdFinalizer: "true"}
 		}
-		if err := c.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := editor.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
 	}
+	var staleCopy corev1.ConfigMap
+	if err := stale.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "gamma"}, &staleCopy); err != nil {
+		t.Fatal(err)
+	}
+
 	// Delete "stuck" once the controller has added its finalizer, so it stays Terminating.
 	go func() {
 		for ctx.Err() == nil {
 			var cm corev1.ConfigMap
-			if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "stuck"}, &cm); err == nil && controllerutil.ContainsFinalizer(&cm, finalizerName) {
-				_ = c.Delete(ctx, &cm)
+			if err := editor.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "stuck"}, &cm); err == nil && controllerutil.ContainsFinalizer(&cm, finalizerName) {
+				_ = editor.Delete(ctx, &cm)
 				return
 			}
 			time.Sleep(200 * time.Millisecond)
@@ -237,10 +272,32 @@ func runWorkload(ctx context.Context, t *testing.T, cfg *rest.Config, namespace 
 				return
 			case <-tick.C:
 			}
-			name := names[i%4]
-			patch := []byte(fmt.Sprintf(`{"data":{"value":%q}}`, fmt.Sprint(i)))
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
-			_ = c.Patch(ctx, cm, client.RawPatch("application/merge-patch+json", patch))
+			value := fmt.Sprint(i)
+			_ = editor.Patch(ctx, configMapRef(namespace, names[i%4]), valuePatch(value))
+			_ = racers[i%2].Patch(ctx, configMapRef(namespace, "raced"), valuePatch(value))
+			if i%4 == 0 {
+				// staleCopy keeps its first resourceVersion: every update is a 409 Conflict.
+				staleCopy.Data = map[string]string{"value": value}
+				_ = stale.Update(ctx, staleCopy.DeepCopy())
+			}
 		}
 	}()
+}
+
+func configMapRef(namespace, name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}}
+}
+
+func valuePatch(value string) client.Patch {
+	return client.RawPatch("application/merge-patch+json", []byte(fmt.Sprintf(`{"data":{"value":%q}}`, value)))
+}
+
+// tailFile returns the last n lines of the file at path.
+func tailFile(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -2,7 +2,10 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -26,6 +29,8 @@ const (
 	workloadNamespace = "mirror"
 	// scrapeJob is the job label of the test controller's metrics.
 	scrapeJob = "mirror-controller"
+	// apiserverJob is the job label the generated rules select kube-apiserver's metrics by.
+	apiserverJob = "apiserver"
 )
 
 // targetLabels are the labels Kubernetes service discovery would attach to the controller's
@@ -54,7 +59,12 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{CRDDirectories: []string{crds}})
+	webhook, exporterAddr := startExporter(t)
+	cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{
+		CRDDirectories: []string{crds},
+		AuditWebhook:   webhook,
+		AuditPolicy:    exporterAuditPolicy(t),
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 
@@ -67,7 +77,12 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 	mgr := startManager(t, cp, workloadNamespace)
 	workloadCtx, stopWorkload := context.WithCancel(ctx)
 	t.Cleanup(stopWorkload)
-	runWorkload(workloadCtx, t, cp.AdminConfig(), workloadNamespace)
+	runWorkload(workloadCtx, t, cp, workloadNamespace)
+	apiserver, err := cp.ScrapeTarget(apiserverJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiserver.Labels = map[string]string{"cluster": targetLabels["cluster"]}
 
 	ruleDir := t.TempDir()
 	var paths []string
@@ -77,20 +92,30 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 	sort.Strings(paths)
 	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{
 		RuleFiles: paths,
-		Targets:   []stack.ScrapeTarget{{Job: scrapeJob, Addresses: []string{mgr.metricsAddr}, Labels: targetLabels}},
+		Targets: []stack.ScrapeTarget{
+			{Job: scrapeJob, Addresses: []string{mgr.metricsAddr}, Labels: targetLabels},
+			{Job: exporterJob, Addresses: []string{exporterAddr}, Labels: map[string]string{"cluster": targetLabels["cluster"], "namespace": "loopwatch", "pod": "loopwatch-exporter-0"}},
+			apiserver,
+		},
 	})
 	if err := prom.WaitForTargetsUp(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// Rates over the dashboards' 1m window and the rules' 5m windows need a few scrapes of a busy
 	// controller: wait for reconciles of every result the controller produces.
+	warmup, cancelWarmup := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelWarmup()
 	for _, result := range []string{"success", "error", "requeue_after"} {
 		q := fmt.Sprintf(`increase(controller_runtime_reconcile_total{job=%q, result=%q}[1m]) > 0`, scrapeJob, result)
-		if _, err := prom.WaitForQuery(ctx, q); err != nil {
-			t.Fatal(err)
+		if _, err := prom.WaitForQuery(warmup, q); err != nil {
+			now, _ := prom.Query(ctx, fmt.Sprintf(`controller_runtime_reconcile_total{job=%q}`, scrapeJob))
+			t.Fatalf("the test controller does not reconcile as intended: %v (reconcile_total now: %v)", err, now)
 		}
 	}
-	if err := prom.WaitForRuleEvaluations(ctx, 5); err != nil {
+	if _, err := prom.WaitForQuery(warmup, fmt.Sprintf(`increase(loopwatch_audit_writes_total{job=%q}[1m]) > 0`, exporterJob)); err != nil {
+		t.Fatalf("the exporter receives no audit events from kube-apiserver: %v", err)
+	}
+	if err := prom.WaitForRuleEvaluations(warmup, 5); err != nil {
 		t.Fatal(err)
 	}
 
@@ -263,4 +288,18 @@ func logAlerts(ctx context.Context, t *testing.T, prom *stack.Prometheus) {
 	for _, a := range res.Alerts {
 		t.Logf("alert %s %s", a.State, a.Labels)
 	}
+}
+
+// exporterAuditPolicy is the exporter's shipped policy that records reads too (so relist panels
+// have data), or the default write-only policy while the exporter ships none.
+func exporterAuditPolicy(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "exporter", "deploy", "audit-policy-reads.yaml"))
+	if errors.Is(err, os.ErrNotExist) {
+		return []byte(stack.DefaultAuditPolicy)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

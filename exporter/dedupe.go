@@ -9,11 +9,11 @@ import "github.com/loopwatch/loopwatch/exporter/decode"
 // for at least size insertions.
 type dedupe struct {
 	size      int
-	cur, prev map[uint64]struct{}
+	cur, prev *hashSet
 }
 
 func newDedupe(size int) *dedupe {
-	return &dedupe{size: size, cur: make(map[uint64]struct{}, size), prev: make(map[uint64]struct{}, size)}
+	return &dedupe{size: size, cur: newHashSet(size), prev: newHashSet(size)}
 }
 
 // stageSalt separates the two counted stages of one auditID.
@@ -31,16 +31,58 @@ func (d *dedupe) seen(ev *decode.Event) bool {
 		return false
 	}
 	k := ev.AuditIDHash ^ stageSalt(ev.Stage)
-	if _, ok := d.cur[k]; ok {
+	if k == 0 {
+		k = 1
+	}
+	if d.cur.has(k) || d.prev.has(k) {
 		return true
 	}
-	if _, ok := d.prev[k]; ok {
-		return true
-	}
-	if len(d.cur) >= d.size {
-		clear(d.prev)
+	if d.cur.n >= d.size {
+		d.prev.clear()
 		d.prev, d.cur = d.cur, d.prev
 	}
-	d.cur[k] = struct{}{}
+	d.cur.add(k)
 	return false
+}
+
+// hashSet is an open-addressing set of non-zero hashes, at most half full: 16 bytes per entry,
+// no pointers, no allocation after construction.
+type hashSet struct {
+	slots []uint64
+	mask  uint64
+	n     int
+}
+
+func newHashSet(size int) *hashSet {
+	n := 2
+	for n < 2*size {
+		n <<= 1
+	}
+	return &hashSet{slots: make([]uint64, n), mask: uint64(n - 1)}
+}
+
+func (s *hashSet) has(k uint64) bool {
+	for i := k & s.mask; ; i = (i + 1) & s.mask {
+		switch s.slots[i] {
+		case k:
+			return true
+		case 0:
+			return false
+		}
+	}
+}
+
+// add inserts k (the caller checked it is absent and that the set is not full).
+func (s *hashSet) add(k uint64) {
+	i := k & s.mask
+	for s.slots[i] != 0 {
+		i = (i + 1) & s.mask
+	}
+	s.slots[i] = k
+	s.n++
+}
+
+func (s *hashSet) clear() {
+	clear(s.slots)
+	s.n = 0
 }

@@ -45,9 +45,10 @@ type ServerConfig struct {
 	InsecureHTTP bool
 	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes when 0).
 	MaxBodyBytes int64
-	// MaxInFlight bounds concurrently processed batches; beyond it requests get 429 and the API
-	// server retries later (4 when 0).
+	// MaxInFlight bounds concurrently processed batches (4 when 0); a request that finds no slot
+	// within QueueWait (1s when 0) gets 429 and the API server retries later.
 	MaxInFlight int
+	QueueWait   time.Duration
 	// Gatherer serves /metrics.
 	Gatherer prometheus.Gatherer
 	// DisableWebhook serves only /metrics, /healthz and /readyz (file ingest without a webhook);
@@ -78,6 +79,9 @@ func NewServer(cfg ServerConfig, e *Exporter) (*Server, error) {
 	}
 	if cfg.MaxInFlight == 0 {
 		cfg.MaxInFlight = 4
+	}
+	if cfg.QueueWait == 0 {
+		cfg.QueueWait = time.Second
 	}
 	if cfg.ShutdownTimeout == 0 {
 		cfg.ShutdownTimeout = 10 * time.Second
@@ -286,14 +290,12 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, "body too large")
 		return
 	}
-	select {
-	case s.inFlight <- struct{}{}:
-		defer func() { <-s.inFlight }()
-	default:
+	if !s.acquire(r.Context()) {
 		w.Header().Set("Retry-After", "1")
 		s.reject(w, http.StatusTooManyRequests, ReasonOverloaded, "too many batches in flight")
 		return
 	}
+	defer func() { <-s.inFlight }()
 	bp := s.bodies.Get().(*[]byte)
 	defer s.bodies.Put(bp)
 	body, err := readBody((*bp)[:0], http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
@@ -314,6 +316,26 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.exporter.metrics.requests.WithLabelValues(OutcomeAccepted, ReasonOK).Inc()
 	w.WriteHeader(http.StatusOK)
+}
+
+// acquire takes an in-flight slot, waiting up to QueueWait for one: a momentary burst waits a
+// little instead of being sent into the API server's 10 s retry backoff.
+func (s *Server) acquire(ctx context.Context) bool {
+	select {
+	case s.inFlight <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(s.cfg.QueueWait)
+	defer t.Stop()
+	select {
+	case s.inFlight <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // readBody reads r to the end into buf, growing it as needed.

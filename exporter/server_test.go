@@ -21,6 +21,7 @@ import (
 const testToken = "s3cret-token"
 
 type testServer struct {
+	server   *Server
 	url      string
 	pki      *testPKI
 	exporter *Exporter
@@ -59,7 +60,7 @@ func startTestServer(t *testing.T, mutate func(*ServerConfig)) *testServer {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &testServer{url: "https://" + l.Addr().String(), pki: pki, exporter: e, reg: reg}
+	return &testServer{server: srv, url: "https://" + l.Addr().String(), pki: pki, exporter: e, reg: reg}
 }
 
 func (s *testServer) client(cert *tls.Certificate) *http.Client {
@@ -225,4 +226,18 @@ func postExpect(c *http.Client, url string, body []byte, want int) error {
 		return fmt.Errorf("status %d, want %d", resp.StatusCode, want)
 	}
 	return nil
+}
+
+func TestServerAnswersTooManyRequestsWhenSlotsStayTaken(t *testing.T) {
+	s := startTestServer(t, func(c *ServerConfig) { c.MaxInFlight = 1; c.QueueWait = 50 * time.Millisecond })
+	srv := s.server
+	srv.inFlight <- struct{}{} // a batch that never finishes
+	defer func() { <-srv.inFlight }()
+	err := postExpect(s.client(&s.pki.client), s.url+WebhookPath, eventList(t, fightWrites()...), http.StatusTooManyRequests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(s.exporter.metrics.requests.WithLabelValues(OutcomeRejected, ReasonOverloaded)); got != 1 {
+		t.Fatalf("overloaded rejections %v, want 1", got)
+	}
 }

@@ -33,10 +33,12 @@ func (b *builder) controllerRecordingRules() []Rule {
 		// completion rate.
 		record(recQueueCompletions, sumBy(levelController, rate(sel("workqueue_work_duration_seconds_count", s, hasController), "5m"))),
 		record(recReconcileByResult, sumBy(levelController.with("result"), rate(reconcile, "5m"))),
+		// Only while the controller reconciles: an idle controller would record NaN (0/0), and
+		// one NaN in a day poisons the hot-loop alert's avg_over_time of "usual" speed.
 		record(recReconcileMean, lines(
 			sumBy(levelController, rate(sel("controller_runtime_reconcile_time_seconds_sum", s), "5m")),
 			"/",
-			sumBy(levelController, rate(sel("controller_runtime_reconcile_time_seconds_count", s), "5m")))),
+			paren(sumBy(levelController, rate(sel("controller_runtime_reconcile_time_seconds_count", s), "5m"))+" > 0"))),
 		record(recErrorRatio5m, errorRatio(s, "5m")),
 		record(recClientRequests, sumBy(levelTarget.with("method"), rate(sel("rest_client_requests_total", s), "5m"))),
 		record(recAPIRequests, sumBy(levelController.with("access"), rate(sel("loopwatch_controller_api_requests_total", s), "5m"))),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"go.yaml.in/yaml/v3"
@@ -41,7 +42,7 @@ func (m *Model) Files() ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := []File{{RulesFile, rules}, {PrometheusRuleFile, promRule}}
+	files := []File{{RulesFile, rules}, {PrometheusRuleFile, promRule}, kustomization("rules", PrometheusRuleFile)}
 
 	var configMaps []any
 	for _, d := range m.Dashboards {
@@ -61,13 +62,20 @@ func (m *Model) Files() ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		files = append(files, File{DashboardConfigMap, b})
+		files = append(files, File{DashboardConfigMap, b}, kustomization("dashboards", DashboardConfigMap))
 	}
 	mixin, err := m.mixinFiles()
 	if err != nil {
 		return nil, err
 	}
 	return append(files, mixin...), nil
+}
+
+// kustomization lets kustomize overlays use a generated directory as a base (the operator's
+// config/default does: `resources: [../../../rules, ../../../dashboards]`).
+func kustomization(dir, resource string) File {
+	return File{dir + "/kustomization.yaml", []byte("# " + Header + "\n" +
+		"apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + strings.TrimPrefix(resource, dir+"/") + "\n")}
 }
 
 // WriteFiles writes files under dir, creating directories as needed.

@@ -24,7 +24,7 @@
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_sum{%(controllerSelector)s}[5m]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s}[5m]))" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_sum{%(controllerSelector)s}[5m]))\n/\n(sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s}[5m])) > 0)" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m",

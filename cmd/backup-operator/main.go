@@ -10,6 +10,7 @@ import (
 	"os"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/loopwatch/loopwatch/operator/app"
@@ -28,6 +29,8 @@ func run() error {
 	opts.BindFlags(fs)
 	zopts := zap.Options{}
 	zopts.BindFlags(fs)
+	// --kubeconfig, read by ctrl.GetConfig (KUBECONFIG and in-cluster config work too).
+	config.RegisterFlags(fs)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -75,7 +76,8 @@ With --ingest-file it reads an audit log in the log backend's JSON-lines format 
 	fs.StringVar(&srv.TokenFile, "token-file", "", "file holding the bearer token the API server presents")
 	fs.BoolVar(&srv.InsecureHTTP, "insecure-http", false, "serve plain HTTP (local experiments only; the token is then sent in clear)")
 	fs.Int64Var(&srv.MaxBodyBytes, "max-body-bytes", exporter.DefaultMaxBodyBytes, "largest webhook body accepted (413 beyond)")
-	fs.IntVar(&srv.MaxInFlight, "max-in-flight", 4, "batches processed at once (429 beyond; the API server retries)")
+	fs.IntVar(&srv.MaxInFlight, "max-in-flight", 4, "batches processed at once")
+	fs.DurationVar(&srv.QueueWait, "queue-wait", time.Second, "how long a batch waits for a free slot before it is answered 429 (the API server retries)")
 	fs.IntVar(&dedupeSize, "dedupe-size", exporter.DefaultDedupeSize, "auditID+stage pairs remembered per generation to drop retried events (two generations)")
 	fs.StringVar(&ingestFile, "ingest-file", "", `audit log (JSON lines) to ingest, "-" for stdin`)
 	fs.IntVar(&maxLineBytes, "max-line-bytes", exporter.DefaultMaxLineBytes, "longest audit log line ingested")

@@ -2,10 +2,15 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAnalyzeCommandWritesTheGoldenReport(t *testing.T) {
@@ -55,5 +60,62 @@ func TestExporterCommandRefusesMissingCredentials(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), "tls cert and key files are required") || !strings.Contains(err.Error(), "client CA file or a bearer token") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+func TestExporterCommandIngestsAFileAndServesMetrics(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := NewExporterCommand()
+	cmd.SetOut(&bytes.Buffer{})
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{
+		"--listen-address=" + addr, "--insecure-http", "--ingest-file=" + filepath.Join("..", "testdata", "analyze", "incident.jsonl"),
+		"--fight-window=1m", "--hot-window=1m", "--race-window=1m",
+	})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("exporter command: %v", err)
+		}
+	}()
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(b)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics not served: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:team-a:labeler",actor_b="system:serviceaccount:team-b:janitor"`,
+		`loopwatch_audit_replica_race_pods{actor="system:serviceaccount:apps:syncer"`,
+		`loopwatch_audit_dropped_events_total{reason="malformed"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	resp, err := http.Post("http://"+addr+"/audit", "application/json", strings.NewReader(`{"items":[]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("webhook without credentials answered %d, want 404 (not served)", resp.StatusCode)
 	}
 }

@@ -211,15 +211,16 @@ func (d *Decoder) event(ev *Event) error {
 	if err := s.openObject(); err != nil {
 		return err
 	}
+	cursor := 0
 	for first := true; ; first = false {
-		key, ok, err := s.member(first)
+		index, ok, err := s.field(first, eventKeys, &cursor)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return nil
 		}
-		switch eventField(key) {
+		switch index {
 		case fAuditID:
 			err = d.auditID(ev)
 		case fStage:
@@ -306,15 +307,16 @@ func (d *Decoder) user(username, pod *string, field int) error {
 	if err := s.openObject(); err != nil {
 		return err
 	}
+	cursor := 0
 	for first := true; ; first = false {
-		key, ok, err := s.member(first)
+		index, ok, err := s.field(first, userKeys, &cursor)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return nil
 		}
-		switch fieldIndex(key, userFields) {
+		switch index {
 		case 0:
 			err = d.string(username, field)
 		case 1:
@@ -401,15 +403,16 @@ func (d *Decoder) objectRef(ev *Event) error {
 	if err := s.openObject(); err != nil {
 		return err
 	}
+	cursor := 0
 	for first := true; ; first = false {
-		key, ok, err := s.member(first)
+		index, ok, err := s.field(first, objectRefKeys, &cursor)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return nil
 		}
-		switch fieldIndex(key, objectRefFields) {
+		switch index {
 		case 0:
 			err = d.string(&ev.APIGroup, lastGroup)
 		case 1:
@@ -440,15 +443,16 @@ func (d *Decoder) status(ev *Event) error {
 	if err := s.openObject(); err != nil {
 		return err
 	}
+	cursor := 0
 	for first := true; ; first = false {
-		key, ok, err := s.member(first)
+		index, ok, err := s.field(first, statusKeys, &cursor)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return nil
 		}
-		if fieldIndex(key, statusFields) == 0 {
+		if index == 0 {
 			err = d.code(&ev.Code)
 		} else {
 			err = s.skip()

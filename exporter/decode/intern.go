@@ -4,18 +4,20 @@ import "hash/maphash"
 
 // Interner turns byte slices into strings, reusing the string for bytes it has seen recently.
 //
-// It is a direct-mapped cache: a fixed number of slots, each holding the last string that hashed
-// there. Memory is bounded by the slot count whatever the input; a repeated value (a username, a
-// resource, an object name being fought over) costs one hash and one compare and no allocation.
+// It is a 4-way set-associative cache: a fixed number of slots in sets of four, each set holding
+// the four strings that most recently hashed there. Memory is bounded by the slot count whatever
+// the input; a repeated value (a username, a resource, an object name being fought over) costs one
+// hash and a few compares and no allocation.
 type Interner struct {
 	seed  maphash.Seed
 	mask  uint64
 	slots []string
 }
 
-// NewInterner returns an interner with at least size slots (rounded up to a power of two).
+// NewInterner returns an interner with at least size slots (rounded up to a power of two, at
+// least 4).
 func NewInterner(size int) *Interner {
-	n := 1
+	n := 4
 	for n < size {
 		n <<= 1
 	}
@@ -28,10 +30,13 @@ func (in *Interner) Intern(b []byte) string {
 		return ""
 	}
 	h := maphash.Bytes(in.seed, b)
-	s := &in.slots[h&in.mask]
-	if *s == string(b) {
-		return *s
+	set := in.slots[h&in.mask&^3:][:4]
+	for _, s := range set {
+		if s == string(b) {
+			return s
+		}
 	}
-	*s = string(b)
-	return *s
+	copy(set[1:], set[:3])
+	set[0] = string(b)
+	return set[0]
 }

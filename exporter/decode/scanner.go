@@ -35,17 +35,44 @@ const (
 )
 
 // specialInString flags, per byte, '"', '\\', control characters and (when withHigh) non-ASCII.
-// The lowest flagged byte is always a true match (the classic has-zero-byte trick).
+// The lowest flagged byte is always a true match (the classic has-zero-byte trick: a borrow only
+// ever propagates upwards from a true match).
 func specialInString(w uint64, withHigh bool) uint64 {
 	q := w ^ (lsb * '"')
 	b := w ^ (lsb * '\\')
 	m := (q - lsb) &^ q
 	m |= (b - lsb) &^ b
-	m |= (w - lsb*0x20) &^ w
 	if withHigh {
-		m |= w
+		// Bytes ≥ 0x80 are flagged by w itself, so the control-character test needs no &^ w.
+		m |= (w - lsb*0x20) | w
+	} else {
+		m |= (w - lsb*0x20) &^ w
 	}
 	return m & msb
+}
+
+// scanSpecial returns the index of the first byte of data at or after i that specialInString
+// flags, or len(data) rounded down to the last 8-byte boundary it could check (the caller then
+// checks the tail byte by byte).
+func scanSpecial(data []byte, i int, withHigh bool) int {
+	for i+16 <= len(data) {
+		m1 := specialInString(binary.LittleEndian.Uint64(data[i:]), withHigh)
+		m2 := specialInString(binary.LittleEndian.Uint64(data[i+8:]), withHigh)
+		if m1 != 0 {
+			return i + bits.TrailingZeros64(m1)>>3
+		}
+		if m2 != 0 {
+			return i + 8 + bits.TrailingZeros64(m2)>>3
+		}
+		i += 16
+	}
+	if i+8 <= len(data) {
+		if m := specialInString(binary.LittleEndian.Uint64(data[i:]), withHigh); m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
+		}
+		i += 8
+	}
+	return i
 }
 
 // scanner walks one JSON document held in memory.
@@ -196,20 +223,7 @@ func (s *scanner) str() ([]byte, error) {
 	ascii := true
 	data := s.data
 	for {
-		for i+16 <= len(data) {
-			if specialInString(binary.LittleEndian.Uint64(data[i:]), true)|specialInString(binary.LittleEndian.Uint64(data[i+8:]), true) != 0 {
-				break
-			}
-			i += 16
-		}
-		for i+8 <= len(data) {
-			m := specialInString(binary.LittleEndian.Uint64(data[i:]), true)
-			if m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
+		i = scanSpecial(data, i, true)
 		if i >= len(data) {
 			s.pos = i
 			return nil, s.errorf("unterminated string")
@@ -344,20 +358,7 @@ func (s *scanner) skipString() error {
 	data := s.data
 	i := s.pos + 1
 	for {
-		for i+16 <= len(data) {
-			if specialInString(binary.LittleEndian.Uint64(data[i:]), false)|specialInString(binary.LittleEndian.Uint64(data[i+8:]), false) != 0 {
-				break
-			}
-			i += 16
-		}
-		for i+8 <= len(data) {
-			m := specialInString(binary.LittleEndian.Uint64(data[i:]), false)
-			if m != 0 {
-				i += bits.TrailingZeros64(m) >> 3
-				break
-			}
-			i += 8
-		}
+		i = scanSpecial(data, i, false)
 		if i >= len(data) {
 			s.pos = i
 			return s.errorf("unterminated string")

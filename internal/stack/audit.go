@@ -38,6 +38,8 @@ type AuditWebhook struct {
 	// server presents to the receiver.
 	ClientCertData []byte
 	ClientKeyData  []byte
+	// Token is an optional bearer token the API server sends.
+	Token string
 }
 
 // AuditWebhookFor aims the audit webhook at an httptest TLS server (httptest.NewTLSServer),
@@ -53,6 +55,7 @@ func (w *AuditWebhook) writeKubeconfig(path string) error {
 	cfg.AuthInfos["kube-apiserver"] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: w.ClientCertData,
 		ClientKeyData:         w.ClientKeyData,
+		Token:                 w.Token,
 	}
 	cfg.Contexts["audit"] = &clientcmdapi.Context{Cluster: "receiver", AuthInfo: "kube-apiserver"}
 	cfg.CurrentContext = "audit"

@@ -34,7 +34,9 @@
 //		CAData         []byte // PEM CA that signed the receiver's serving certificate
 //		ClientCertData []byte // optional PEM client certificate the API server presents
 //		ClientKeyData  []byte // its key
+//		Token          string // optional bearer token the API server sends
 //	}
+//	func AuditWebhookFor(srv *httptest.Server) *AuditWebhook // trusts an httptest TLS server
 //	const DefaultAuditPolicy // write verbs at Metadata level, leases/events/reads dropped
 //
 //	func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (*ControlPlane, error)

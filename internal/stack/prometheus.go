@@ -37,7 +37,8 @@ type ScrapeTarget struct {
 	Job string
 	// Addresses are the targets' host:port.
 	Addresses []string
-	// Labels are added to every series scraped from these targets.
+	// Labels are added to every series scraped from these targets. Several ScrapeTargets may
+	// share a Job (with different Labels) when they have no TLS or auth settings.
 	Labels map[string]string
 	// Scheme is "http" (default) or "https".
 	Scheme string
@@ -180,10 +181,22 @@ func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
 		}
 		c.RuleFiles = append(c.RuleFiles, abs)
 	}
+	jobs := map[string]int{} // job name -> index in c.ScrapeConfigs
 	for _, t := range opts.Targets {
 		if t.Job == "" || len(t.Addresses) == 0 {
 			return nil, fmt.Errorf("scrape target %q: job and addresses are required", t.Job)
 		}
+		// Targets of one job with different labels (e.g. one pod label each) become several
+		// static_configs of one scrape config: Prometheus rejects a job name used twice.
+		if i, ok := jobs[t.Job]; ok {
+			sc := &c.ScrapeConfigs[i]
+			if sc.Scheme != t.Scheme || sc.MetricsPath != t.MetricsPath || t.TLS != nil || t.BearerTokenFile != "" || sc.TLSConfig != nil || sc.Authorization != nil {
+				return nil, fmt.Errorf("scrape target %q: listed twice with TLS, auth or scheme settings; merge the addresses", t.Job)
+			}
+			sc.StaticConfigs = append(sc.StaticConfigs, staticConfig{Targets: t.Addresses, Labels: t.Labels})
+			continue
+		}
+		jobs[t.Job] = len(c.ScrapeConfigs)
 		sc := scrapeConfig{
 			JobName:                       t.Job,
 			Scheme:                        t.Scheme,

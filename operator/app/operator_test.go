@@ -15,11 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/loopwatch/loopwatch/converge"
+	"github.com/loopwatch/loopwatch/instrument"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 	"github.com/loopwatch/loopwatch/operator/controller"
 )
@@ -191,6 +193,7 @@ func TestConvergeCatchesTheHotLoopFault(t *testing.T) {
 	if !strings.Contains(err.Error(), controller.HotLoopAnnotation) || len(rep.Writes) == 0 {
 		t.Errorf("the failure does not name the offending write: %v", err)
 	}
+	t.Logf("converge reported: %v", err)
 }
 
 func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
@@ -198,6 +201,8 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 	ns := newNamespace(t, "outage")
 	createAppObjects(t, ns, "shop")
 	o := testOptions(t)
+	reg := prometheus.NewRegistry()
+	o.Registerer = reg
 	op, _ := startOperator(t, testCfg, o)
 	b := newBackup(ns, "shop", "shop")
 	if err := testClient.Create(ctx, b); err != nil {
@@ -221,7 +226,9 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 		}
 	}
 	const sla = 30 * time.Second
+	oldest := 0.0
 	eventually(t, sla, "the Snapshot and the Backup to be gone", func() (bool, error) {
+		oldest = max(oldest, gaugeValue(t, reg, instrument.FinalizerOldestPendingSecondsName, controller.BackupControllerName))
 		for _, obj := range []client.Object{&backupv1.Snapshot{}, &backupv1.Backup{}} {
 			key := client.ObjectKey{Namespace: ns, Name: snaps[0].Name}
 			if _, ok := obj.(*backupv1.Backup); ok {
@@ -238,6 +245,12 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 	if _, err := os.Stat(archive); err != nil {
 		t.Fatalf("the archive should still be there after the outage: %v", err)
 	}
+	if oldest < 1 {
+		t.Errorf("%s peaked at %v while the Backup waited on its finalizer, want >= 1s", instrument.FinalizerOldestPendingSecondsName, oldest)
+	}
+	eventually(t, 5*time.Second, "the finalizer age to fall back to 0", func() (bool, error) {
+		return gaugeValue(t, reg, instrument.FinalizerOldestPendingSecondsName, controller.BackupControllerName) == 0, nil
+	})
 
 	op.Store.SetDeleteOutage(false)
 	n, err := op.Orphans.Sweep(ctx)
@@ -247,4 +260,24 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 	if _, err := os.Stat(archive); !os.IsNotExist(err) || n != 1 {
 		t.Errorf("orphan collector deleted %d archives and left %s (%v)", n, archive, err)
 	}
+}
+
+// gaugeValue reads a gauge family for one controller.
+func gaugeValue(t *testing.T, g prometheus.Gatherer, name, ctrlName string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if labelValue(m, instrument.LabelController) == ctrlName {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }

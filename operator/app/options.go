@@ -93,6 +93,7 @@ func Defaults() Options {
 		KubeQPS:                 50,
 		KubeBurst:               100,
 		FightInterval:           time.Second,
+		Faults:                  controller.Faults{NPlusOneFanout: 50},
 	}
 }
 
@@ -116,16 +117,16 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var(float32Value{&o.KubeQPS}, "kube-api-qps", "Client requests per second to the API server.")
 	fs.IntVar(&o.KubeBurst, "kube-api-burst", o.KubeBurst, "Client burst to the API server.")
 
-	fs.BoolVar(&o.Faults.HotLoop, "fault-hot-loop", false, "FAULT: patch a timestamp annotation on every reconcile without a generation predicate (seed 002).")
-	fs.BoolVar(&o.Faults.NPlusOne, "fault-n-plus-one", false, "FAULT: list every Backup and GET each one uncached on every reconcile (seed 000).")
-	fs.IntVar(&o.Faults.NPlusOneFanout, "fault-n-plus-one-fanout", 50, "FAULT: per-object GETs per reconcile in --fault-n-plus-one.")
-	fs.DurationVar(&o.Faults.SlowStore, "fault-slow-store", 0, "FAULT: add this latency to every store call, e.g. 45s (seed 000).")
-	fs.BoolVar(&o.Faults.StoreOutage, "fault-store-outage", false, "FAULT: store deletes hang until their timeout (seed 000).")
-	fs.BoolVar(&o.Faults.Fight, "fault-fight", false, "FAULT: a second writer fights the controller over an annotation (seed 004).")
+	fs.BoolVar(&o.Faults.HotLoop, "fault-hot-loop", o.Faults.HotLoop, "FAULT: patch a timestamp annotation on every reconcile without a generation predicate (seed 002).")
+	fs.BoolVar(&o.Faults.NPlusOne, "fault-n-plus-one", o.Faults.NPlusOne, "FAULT: list every Backup and GET each one uncached on every reconcile (seed 000).")
+	fs.IntVar(&o.Faults.NPlusOneFanout, "fault-n-plus-one-fanout", o.Faults.NPlusOneFanout, "FAULT: per-object GETs per reconcile in --fault-n-plus-one.")
+	fs.DurationVar(&o.Faults.SlowStore, "fault-slow-store", o.Faults.SlowStore, "FAULT: add this latency to every store call, e.g. 45s (seed 000).")
+	fs.BoolVar(&o.Faults.StoreOutage, "fault-store-outage", o.Faults.StoreOutage, "FAULT: store deletes hang until their timeout (seed 000).")
+	fs.BoolVar(&o.Faults.Fight, "fault-fight", o.Faults.Fight, "FAULT: a second writer fights the controller over an annotation (seed 004).")
 	fs.StringVar(&o.FightAs, "fault-fight-as", o.FightAs, "FAULT: user the second writer impersonates.")
-	fs.BoolVar(&o.Faults.NoLeaderElection, "fault-no-leader-election", false, "FAULT: run without leader election so replicas race (seed 000).")
-	fs.DurationVar(&o.Faults.MassUpdateEvery, "fault-mass-update-every", 0, "FAULT: touch and requeue every Backup at this period (seed 000).")
-	fs.BoolVar(&o.Faults.FailingStore, "fault-failing-store", false, "FAULT: every store write fails (error storm).")
+	fs.BoolVar(&o.Faults.NoLeaderElection, "fault-no-leader-election", o.Faults.NoLeaderElection, "FAULT: run without leader election so replicas race (seed 000).")
+	fs.DurationVar(&o.Faults.MassUpdateEvery, "fault-mass-update-every", o.Faults.MassUpdateEvery, "FAULT: touch and requeue every Backup at this period (seed 000).")
+	fs.BoolVar(&o.Faults.FailingStore, "fault-failing-store", o.Faults.FailingStore, "FAULT: every store write fails (error storm).")
 }
 
 // float32Value is a flag.Value for a float32.

@@ -23,8 +23,9 @@ import (
 // The suite runs against a real kube-apiserver and etcd (envtest), started
 // once in TestMain from KUBEBUILDER_ASSETS (default: the repository's bin/).
 var (
-	testCfg    *rest.Config
-	testClient client.Client
+	testCfg        *rest.Config
+	testClient     client.Client
+	testKubeconfig []byte
 )
 
 func TestMain(m *testing.M) {
@@ -63,6 +64,7 @@ func runSuite(m *testing.M) int {
 		}
 	}()
 	testCfg = cfg
+	testKubeconfig = env.KubeConfig
 	scheme, err := NewScheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

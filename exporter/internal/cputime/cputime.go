@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package cputime reads the CPU time of the calling OS thread, so that benchmarks on a shared,
 // busy machine can report CPU cost per operation next to wall time (which includes waiting for
 // a core).

@@ -20,9 +20,10 @@ const rulesFile = "../rules/loopwatch.rules.yaml"
 // unitTestFile is the part of promtool's unit test file format (cmd/promtool/unittest.go) that
 // the checks read. Unknown fields are ignored here: promtool itself rejects them.
 type unitTestFile struct {
-	RuleFiles      []string    `json:"rule_files"`
-	GroupEvalOrder []string    `json:"group_eval_order"`
-	Tests          []testGroup `json:"tests"`
+	RuleFiles          []string    `json:"rule_files"`
+	EvaluationInterval string      `json:"evaluation_interval"`
+	GroupEvalOrder     []string    `json:"group_eval_order"`
+	Tests              []testGroup `json:"tests"`
 }
 
 type testGroup struct {

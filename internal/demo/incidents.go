@@ -1,0 +1,111 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Incident is one seed incident reproduced with the operator's fault modes, and the alert that
+// must catch it.
+type Incident struct {
+	// Name identifies the incident.
+	Name string
+	// Seed is the seed document that describes it.
+	Seed string
+	// What is said when it is injected.
+	What string
+	// Flags are the operator's fault flags.
+	Flags []string
+	// Pods is how many operator pods run it (default 1).
+	Pods int
+	// Setup prepares the cluster before the operator starts (optional).
+	Setup func(ctx context.Context, e *Environment) error
+	// Alert must fire, with at least Labels.
+	Alert  string
+	Labels map[string]string
+}
+
+// DemoIncidents are the incidents `make demo` shows.
+var DemoIncidents = []string{"hot-loop", "write-fight"}
+
+// Incidents returns every incident the environment can reproduce.
+func Incidents() []Incident {
+	return []Incident{
+		{
+			Name: "hot-loop", Seed: "002",
+			What:  "a timestamp annotation patched on every reconcile re-triggers the controller (--fault-hot-loop)",
+			Flags: []string{"--fault-hot-loop"},
+			Alert: "LoopwatchPatchRateHigh", Labels: map[string]string{"job": operatorJob, "method": "PATCH"},
+		},
+		{
+			Name: "write-fight", Seed: "004",
+			What:  "a second controller keeps changing an annotation the operator sets back (--fault-fight)",
+			Flags: []string{"--fault-fight", "--fault-fight-as=system:serviceaccount:" + namespace + ":" + rivalSA},
+			Alert: "LoopwatchWriteFight", Labels: map[string]string{"group": "backup.loopwatch.dev", "resource": "backups"},
+		},
+		{
+			Name: "n-plus-one", Seed: "000",
+			What:  "every reconcile lists all Backups and GETs each one uncached (--fault-n-plus-one)",
+			Flags: []string{"--fault-n-plus-one"}, Setup: scheduledBackups,
+			Alert: "LoopwatchAPICallsPerReconcileHigh", Labels: map[string]string{"job": operatorJob},
+		},
+		{
+			Name: "error-storm", Seed: "000",
+			What:  "the archive store fails every write (--fault-failing-store)",
+			Flags: []string{"--fault-failing-store"}, Setup: scheduledBackups,
+			Alert: "LoopwatchReconcileErrors", Labels: map[string]string{"job": operatorJob},
+		},
+		{
+			Name: "slow-store", Seed: "000",
+			What:  "every store call takes 6s, like seed 000's 45s reconciles (--fault-slow-store=6s)",
+			Flags: []string{"--fault-slow-store=6s"}, Setup: scheduledBackups,
+			Alert: "LoopwatchReconcileSlow", Labels: map[string]string{"job": operatorJob},
+		},
+		{
+			Name: "replica-race", Seed: "000",
+			What:  "two replicas run without leader election and reconcile the same Backups (--fault-no-leader-election)",
+			Flags: []string{"--fault-no-leader-election"}, Pods: 2, Setup: scheduledBackups,
+			Alert: "LoopwatchReplicaRace", Labels: map[string]string{"actor": "system:serviceaccount:" + namespace + ":" + operatorSA},
+		},
+	}
+}
+
+func incident(name string) Incident {
+	for _, inc := range Incidents() {
+		if inc.Name == name {
+			return inc
+		}
+	}
+	panic(fmt.Sprintf("no incident %q", name))
+}
+
+// scheduledBackups creates Backups that take a snapshot every 10 seconds, so the controllers keep
+// reconciling (and writing) after startup. Created once; later incidents reuse them.
+func scheduledBackups(ctx context.Context, e *Environment) error {
+	err := e.CreateBackups(ctx, "every10s", 5, 10)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// AnalyzeAuditLog runs `loopwatch audit analyze` on the API server's own audit log file: the
+// post-mortem finds the same fights without Prometheus.
+func (e *Environment) AnalyzeAuditLog(ctx context.Context) error {
+	log := e.cp.AuditLogPath()
+	e.say("== post-mortem: loopwatch audit analyze %s", log)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(e.bin, "loopwatch"), "audit", "analyze", log)
+	cmd.Stdout, cmd.Stderr = e.opts.Out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("loopwatch audit analyze: %w", err)
+	}
+	return nil
+}

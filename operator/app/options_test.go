@@ -1,0 +1,60 @@
+package app
+
+import (
+	"flag"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/loopwatch/loopwatch/operator/controller"
+)
+
+func TestFlagsSetOptions(t *testing.T) {
+	cases := []struct {
+		name  string
+		args  []string
+		check func(o Options) bool
+	}{
+		{name: "leaves every fault off by default", args: nil, check: func(o Options) bool {
+			return o.Faults == controller.Faults{NPlusOneFanout: 50} && o.LeaderElection && !o.MetricsInsecure
+		}},
+		{name: "turns on the hot loop", args: []string{"--fault-hot-loop"}, check: func(o Options) bool { return o.Faults.HotLoop }},
+		{name: "turns on N+1 listing", args: []string{"--fault-n-plus-one"}, check: func(o Options) bool { return o.Faults.NPlusOne }},
+		{name: "sets the slow store latency", args: []string{"--fault-slow-store=45s"}, check: func(o Options) bool { return o.Faults.SlowStore == 45*time.Second }},
+		{name: "turns on the store outage", args: []string{"--fault-store-outage"}, check: func(o Options) bool { return o.Faults.StoreOutage }},
+		{name: "turns on the fight with an identity", args: []string{"--fault-fight", "--fault-fight-as=system:serviceaccount:x:y"},
+			check: func(o Options) bool { return o.Faults.Fight && o.FightAs == "system:serviceaccount:x:y" }},
+		{name: "turns off leader election", args: []string{"--fault-no-leader-election"}, check: func(o Options) bool { return o.Faults.NoLeaderElection }},
+		{name: "sets the mass update period", args: []string{"--fault-mass-update-every=2m"}, check: func(o Options) bool { return o.Faults.MassUpdateEvery == 2*time.Minute }},
+		{name: "turns on the failing store", args: []string{"--fault-failing-store"}, check: func(o Options) bool { return o.Faults.FailingStore }},
+		{name: "serves plain metrics on request", args: []string{"--metrics-insecure"}, check: func(o Options) bool { return o.MetricsInsecure }},
+		{name: "sets the client rate limit and workers", args: []string{"--kube-api-qps=12.5", "--kube-api-burst=30", "--max-concurrent-reconciles=9"},
+			check: func(o Options) bool { return o.KubeQPS == 12.5 && o.KubeBurst == 30 && o.MaxConcurrentReconciles == 9 }},
+		{name: "collects watched namespaces", args: []string{"--namespace=a", "--namespace=b"},
+			check: func(o Options) bool { return len(o.Namespaces) == 2 && o.Namespaces[1] == "b" }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := Defaults()
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			o.BindFlags(fs)
+			if err := fs.Parse(c.args); err != nil {
+				t.Fatal(err)
+			}
+			if !c.check(o) {
+				t.Errorf("options after %v: %+v", c.args, o)
+			}
+		})
+	}
+}
+
+func TestFlagsRejectABadNumber(t *testing.T) {
+	o := Defaults()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.BindFlags(fs)
+	if err := fs.Parse([]string{"--kube-api-qps=fast"}); err == nil {
+		t.Fatal("--kube-api-qps=fast accepted")
+	}
+}
