@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"sort"
 	"strings"
 	"testing"
 
@@ -163,11 +161,13 @@ func (v variable) query() string {
 type panelQuery struct {
 	Dashboard string
 	Panel     string
-	RefID     string
-	Expr      string
+	// Query is the target's refId, or its 1-based position when it has none.
+	Query string
+	Expr  string
 }
 
-func (q panelQuery) String() string { return q.Dashboard + "/" + q.Panel + "/" + q.RefID }
+// String is "<dashboard file>/<panel title>/<refId or position>".
+func (q panelQuery) String() string { return q.Dashboard + "/" + q.Panel + "/" + q.Query }
 
 // dashboards reads every dashboards/*.json.
 func dashboards(t *testing.T) map[string]dashboard {
@@ -200,56 +200,19 @@ func (d dashboard) queries(file string) []panelQuery {
 	var walk func([]panel)
 	walk = func(ps []panel) {
 		for _, p := range ps {
-			for _, tg := range p.Targets {
-				if strings.TrimSpace(tg.Expr) != "" {
-					out = append(out, panelQuery{Dashboard: file, Panel: p.Title, RefID: tg.RefID, Expr: tg.Expr})
+			for i, tg := range p.Targets {
+				if strings.TrimSpace(tg.Expr) == "" {
+					continue
 				}
+				id := tg.RefID
+				if id == "" {
+					id = fmt.Sprint(i + 1)
+				}
+				out = append(out, panelQuery{Dashboard: file, Panel: p.Title, Query: id, Expr: tg.Expr})
 			}
 			walk(p.Panels)
 		}
 	}
 	walk(d.Panels)
 	return out
-}
-
-// grafanaIntervals are Grafana's built-in range variables and what the tests use for them: a
-// minute holds 60 samples at the tests' 1s scrape interval.
-var grafanaIntervals = map[string]string{
-	"__rate_interval": "1m",
-	"__interval":      "1m",
-	"__range":         "5m",
-}
-
-var variableRef = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)(?::[a-z]+)?\}|\$([A-Za-z0-9_]+)`)
-
-// substitute replaces Grafana variables in expr the way Grafana does with every template
-// variable on "All": a variable with includeAll and an allValue becomes its allValue; any other
-// variable gets values[name], which the caller resolves (e.g. from label_values). An unknown
-// variable is an error, so a new kind of variable in the generator is noticed.
-func substitute(expr string, vars []variable, values map[string]string) (string, error) {
-	byName := map[string]variable{}
-	for _, v := range vars {
-		byName[v.Name] = v
-	}
-	var errs []string
-	out := variableRef.ReplaceAllStringFunc(expr, func(ref string) string {
-		m := variableRef.FindStringSubmatch(ref)
-		name := m[1] + m[2]
-		if iv, ok := grafanaIntervals[name]; ok {
-			return iv
-		}
-		if v, ok := byName[name]; ok && v.IncludeAll && v.AllValue != "" {
-			return v.AllValue
-		}
-		if val, ok := values[name]; ok {
-			return val
-		}
-		errs = append(errs, name)
-		return ref
-	})
-	if len(errs) > 0 {
-		sort.Strings(errs)
-		return "", fmt.Errorf("no value for variables %v in %q", errs, expr)
-	}
-	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -98,6 +99,18 @@ func (r *mirrorReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 type testManager struct {
 	metricsAddr string
 	logPath     string
+	done        <-chan struct{}
+	err         *error
+}
+
+// stopped reports why the manager stopped early (it must run until the test ends), or nil.
+func (m testManager) stopped() error {
+	select {
+	case <-m.done:
+		return fmt.Errorf("the test manager stopped early: %v (log: %s)", *m.err, tailFile(m.logPath, 20))
+	default:
+		return nil
+	}
 }
 
 // startManager runs a controller-runtime manager with the mirror controller, leader election and
@@ -146,7 +159,12 @@ func startManager(t *testing.T, cp *stack.ControlPlane, namespace string) testMa
 		LeaderElection:          true,
 		LeaderElectionID:        "mirror-controller",
 		LeaderElectionNamespace: namespace,
-		Cache:                   cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		// Generous lease timings: on a busy 2-core CI machine a missed 10s renew deadline would
+		// stop the manager mid-test.
+		LeaseDuration: ptr.To(60 * time.Second),
+		RenewDeadline: ptr.To(45 * time.Second),
+		RetryPeriod:   ptr.To(5 * time.Second),
+		Cache:         cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -187,12 +205,17 @@ func startManager(t *testing.T, cp *stack.ControlPlane, namespace string) testMa
 		t.Fatal(err)
 	}
 
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	done := make(chan struct{})
+	var startErr error
+	go func() {
+		startErr = mgr.Start(ctx)
+		close(done)
+	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
+		<-done
+		if startErr != nil {
+			t.Errorf("manager: %v", startErr)
 		}
 		_ = logFile.Close()
 		if t.Failed() {
@@ -200,14 +223,15 @@ func startManager(t *testing.T, cp *stack.ControlPlane, namespace string) testMa
 			t.Logf("manager log, last lines:\n%s", tailFile(logPath, 40))
 		}
 	})
-	return testManager{metricsAddr: metricsAddr, logPath: logPath}
+	return testManager{metricsAddr: metricsAddr, logPath: logPath, done: done, err: &startErr}
 }
 
 // runWorkload creates the mirrored ConfigMaps (plain ones, a periodic one, a flaky one, one stuck
 // in deletion behind its finalizer) and then, until ctx ends, keeps the audit signals coming from
-// distinct actors: a user changing values (which the controller mirrors back: a write fight), a
-// second user updating with a stale resourceVersion (409 conflicts), and two pods of one
-// ServiceAccount writing the same object (a replica race).
+// distinct actors: a user changing values (which the controller mirrors back: a write fight) and
+// rewriting an unmirrored object alone (a hot object), a second user updating with a stale
+// resourceVersion (409 conflicts), and two pods of one ServiceAccount writing the same object (a
+// replica race).
 func runWorkload(ctx context.Context, t *testing.T, cp *stack.ControlPlane, namespace string) {
 	t.Helper()
 	newClient := func(cfg *rest.Config, err error) client.Client {
@@ -234,7 +258,7 @@ func runWorkload(ctx context.Context, t *testing.T, cp *stack.ControlPlane, name
 		}
 	}
 
-	names := []string{"alpha", "beta", "gamma", periodicPrefix + "delta", flakyPrefix + "epsilon", "stuck", "raced"}
+	names := []string{"alpha", "beta", "gamma", periodicPrefix + "delta", flakyPrefix + "epsilon", "stuck"}
 	for _, name := range names {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{selectorLabel: "true"}},
@@ -243,6 +267,15 @@ func runWorkload(ctx context.Context, t *testing.T, cp *stack.ControlPlane, name
 		if name == "stuck" {
 			cm.Annotations = map[string]string{holdFinalizer: "true"}
 		}
+		if err := editor.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	// "hot" and "raced" are not mirrored, so no other writer interleaves: only the editor writes
+	// "hot", several times a second (a hot object), and only the two racer pods write "raced",
+	// alternately (a replica race).
+	for _, name := range []string{"hot", "raced"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Data: map[string]string{"value": "0"}}
 		if err := editor.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatal(err)
 		}
@@ -274,6 +307,7 @@ func runWorkload(ctx context.Context, t *testing.T, cp *stack.ControlPlane, name
 			}
 			value := fmt.Sprint(i)
 			_ = editor.Patch(ctx, configMapRef(namespace, names[i%4]), valuePatch(value))
+			_ = editor.Patch(ctx, configMapRef(namespace, "hot"), valuePatch(value))
 			_ = racers[i%2].Patch(ctx, configMapRef(namespace, "raced"), valuePatch(value))
 			if i%4 == 0 {
 				// staleCopy keeps its first resourceVersion: every update is a 409 Conflict.

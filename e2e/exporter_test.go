@@ -20,8 +20,9 @@ import (
 const exporterJob = "loopwatch-exporter"
 
 // startExporter runs loopwatch's audit exporter in-process, the real kube-apiserver being its
-// webhook client: plain HTTP on a loopback port with a bearer token. It returns the webhook to
-// give the control plane and the address serving /metrics; it stops in t.Cleanup.
+// webhook client: TLS on a loopback port, the API server authenticated by a bearer token. It
+// returns the webhook to give the control plane and the address serving /metrics (https, for
+// Prometheus); it stops in t.Cleanup.
 func startExporter(t *testing.T) (*stack.AuditWebhook, string) {
 	t.Helper()
 	secret := make([]byte, 16)
@@ -47,12 +48,17 @@ func startExporter(t *testing.T) (*stack.AuditWebhook, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	certFile, keyFile, caPEM, err := stack.ServingCertificate(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := exporter.NewServer(exporter.ServerConfig{
-		Addr:         l.Addr().String(),
-		InsecureHTTP: true,
-		TokenFile:    tokenFile,
-		Gatherer:     reg,
-		Logger:       logger,
+		Addr:        l.Addr().String(),
+		TLSCertFile: certFile,
+		TLSKeyFile:  keyFile,
+		TokenFile:   tokenFile,
+		Gatherer:    reg,
+		Logger:      logger,
 	}, e)
 	if err != nil {
 		t.Fatal(err)
@@ -71,5 +77,5 @@ func startExporter(t *testing.T) (*stack.AuditWebhook, string) {
 		}
 	})
 	addr := l.Addr().String()
-	return &stack.AuditWebhook{URL: "http://" + addr + exporter.WebhookPath, Token: token}, addr
+	return &stack.AuditWebhook{URL: "https://" + addr + exporter.WebhookPath, CAData: caPEM, Token: token}, addr
 }

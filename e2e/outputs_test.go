@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,8 +38,11 @@ var targetLabels = map[string]string{"cluster": "e2e", "namespace": workloadName
 
 // noDataInHealthyRun lists the dashboard queries that legitimately return nothing while the test
 // controller runs healthily, each with the reason. A listed query that does return data fails
-// the test, so the list cannot go stale. Keys are "<dashboard file>/<panel title>/<refId>".
-var noDataInHealthyRun = map[string]string{}
+// the test, so the list cannot go stale. Keys are "<dashboard file>/<panel title>/<refId>", the
+// query's 1-based position standing in for a missing refId.
+var noDataInHealthyRun = map[string]string{
+	"loopwatch-exporter.json/API server audit errors/1": "kube-apiserver creates apiserver_audit_error_total only when an audit backend fails; the exporter here never does",
+}
 
 // recordingRulesWithoutSeries lists recording rules that legitimately yield nothing in this setup,
 // keyed by record name, with the reason.
@@ -48,7 +50,8 @@ var recordingRulesWithoutSeries = map[string]string{}
 
 // TestGeneratedOutputsOnRealComponents puts rules/ and dashboards/ in front of their real
 // consumers: kube-apiserver with the prometheus-operator CRDs for the PrometheusRule manifests,
-// and Prometheus scraping a real controller-runtime manager for the rules and dashboard queries.
+// and Prometheus for the rules and dashboard queries, scraping a real controller-runtime manager,
+// loopwatch's audit exporter (fed by that kube-apiserver's audit webhook) and kube-apiserver.
 func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 	ruleFiles, manifests := generatedYAML(t)
 	boards := dashboards(t)
@@ -70,7 +73,7 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 
 	t.Run("PrometheusRule manifests are accepted by the CRD schema", func(t *testing.T) {
 		for path, data := range manifests {
-			t.Run(path[strings.LastIndex(path, "/")+1:], func(t *testing.T) { createManifest(ctx, t, cp, data) })
+			t.Run(filepath.Base(path), func(t *testing.T) { createManifest(ctx, t, cp, data) })
 		}
 	})
 
@@ -94,7 +97,10 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 		RuleFiles: paths,
 		Targets: []stack.ScrapeTarget{
 			{Job: scrapeJob, Addresses: []string{mgr.metricsAddr}, Labels: targetLabels},
-			{Job: exporterJob, Addresses: []string{exporterAddr}, Labels: map[string]string{"cluster": targetLabels["cluster"], "namespace": "loopwatch", "pod": "loopwatch-exporter-0"}},
+			{
+				Job: exporterJob, Addresses: []string{exporterAddr}, Scheme: "https", TLS: &stack.TLSFiles{InsecureSkipVerify: true},
+				Labels: map[string]string{"cluster": targetLabels["cluster"], "namespace": "loopwatch", "pod": "loopwatch-exporter-0"},
+			},
 			apiserver,
 		},
 	})
@@ -145,6 +151,9 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 					}
 					t.Run(r.Record, func(t *testing.T) {
 						expectData(ctx, t, prom, r.Record, recordingRulesWithoutSeries[r.Record])
+						if err := mgr.stopped(); err != nil {
+							t.Fatal(err)
+						}
 					})
 				}
 			}
@@ -164,6 +173,9 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 						t.Fatal(err)
 					}
 					expectData(ctx, t, prom, expr, noDataInHealthyRun[q.String()])
+					if err := mgr.stopped(); err != nil {
+						t.Fatal(err)
+					}
 				})
 			}
 		}
@@ -181,9 +193,108 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 				t.Errorf("noDataInHealthyRun lists %q, which no dashboard has any more", key)
 			}
 		}
+		records := map[string]bool{}
+		for _, rf := range ruleFiles {
+			for _, g := range rf.Groups {
+				for _, r := range g.Rules {
+					records[r.Record] = true
+				}
+			}
+		}
+		for name := range recordingRulesWithoutSeries {
+			if !records[name] {
+				t.Errorf("recordingRulesWithoutSeries lists %q, which no rule records any more", name)
+			}
+		}
+	})
+
+	t.Run("the generated alerts catch the staged incidents", func(t *testing.T) {
+		alerts := alertNames(ruleFiles)
+		for _, inc := range stagedIncidents {
+			t.Run(inc.name, func(t *testing.T) {
+				if !alerts[inc.alert] {
+					t.Fatalf("rules/ has no alert %s any more: update stagedIncidents", inc.alert)
+				}
+				wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
+				defer cancel()
+				if _, err := prom.WaitForActiveAlert(wait, inc.alert, inc.labels); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+
+	t.Run("the guard alerts stay silent in a run that gives them no cause", func(t *testing.T) {
+		alerts := alertNames(ruleFiles)
+		res, err := prom.API().Alerts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, why := range mustStaySilent {
+			if !alerts[name] {
+				t.Errorf("rules/ has no alert %s any more: update mustStaySilent", name)
+			}
+			for _, a := range res.Alerts {
+				if string(a.Labels[model.AlertNameLabel]) == name {
+					t.Errorf("%s is %s (%s) although %s", name, a.State, a.Labels, why)
+				}
+			}
+		}
 	})
 
 	logAlerts(ctx, t, prom)
+}
+
+// stagedIncidents are the incidents runWorkload stages on purpose, with the alert (and the labels
+// that point at the culprit) whose expression must catch each. Pending is enough: the alerts'
+// `for` durations are minutes, longer than the test.
+var stagedIncidents = []struct {
+	name   string
+	alert  string
+	labels map[string]string
+}{
+	{
+		name:   "the editor and the controller fight over alpha",
+		alert:  "LoopwatchWriteFight",
+		labels: map[string]string{"object_name": "alpha", "actor_a": "editor", "actor_b": "system:serviceaccount:" + workloadNamespace + ":mirror-controller"},
+	},
+	{
+		name:   "the editor rewrites hot alone many times a second",
+		alert:  "LoopwatchHotObject",
+		labels: map[string]string{"object_name": "hot", "actor": "editor"},
+	},
+	{
+		name:   "two pods of the racer service account write raced",
+		alert:  "LoopwatchReplicaRace",
+		labels: map[string]string{"object_name": "raced", "actor": "system:serviceaccount:" + workloadNamespace + ":racer"},
+	},
+}
+
+// mustStaySilent are alerts whose expression must not match at all in this run, with the reason.
+// A false positive here would page someone for a healthy controller or audit pipeline.
+var mustStaySilent = map[string]string{
+	"LoopwatchControllerMetricsMissing":  "the controller is scraped and exports its metrics",
+	"LoopwatchWorkqueueMetricsMissing":   "the controller's workqueue metrics are registered",
+	"LoopwatchLeaderMissing":             "the only manager holds its lease",
+	"LoopwatchLeaderMultiple":            "a single manager runs",
+	"LoopwatchAuditExporterNotReceiving": "kube-apiserver posts a batch every second",
+	"LoopwatchAuditExporterDropping":     "the exporter drops nothing at this volume",
+	"LoopwatchAuditWebhookErrors":        "the exporter accepts every batch",
+}
+
+// alertNames lists the alerting rules in the rule files.
+func alertNames(files map[string]ruleFile) map[string]bool {
+	names := map[string]bool{}
+	for _, rf := range files {
+		for _, g := range rf.Groups {
+			for _, r := range g.Rules {
+				if r.Alert != "" {
+					names[r.Alert] = true
+				}
+			}
+		}
+	}
+	return names
 }
 
 // createManifest creates the PrometheusRule in data (in its own namespace) through the real API
@@ -200,7 +311,7 @@ func createManifest(ctx context.Context, t *testing.T, cp *stack.ControlPlane, d
 		obj.SetNamespace(ns)
 	}
 	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
 	gvr := schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheusrules"}
@@ -230,7 +341,9 @@ func expectData(ctx context.Context, t *testing.T, prom *stack.Prometheus, expr,
 		}
 		return
 	}
-	wait, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// The exporter publishes fights, hot objects and races as it re-ranks its offenders, up to a
+	// minute after the writes; the rest has data at once.
+	wait, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	v, err := prom.WaitForQuery(wait, expr)
 	if err != nil {
@@ -249,33 +362,6 @@ func countNaN(v model.Vector) int {
 		}
 	}
 	return n
-}
-
-var labelValuesQuery = regexp.MustCompile(`^\s*label_values\((.*),\s*([A-Za-z_][A-Za-z0-9_]*)\s*\)\s*$`)
-
-// resolveVariables gives each template variable without an "All" value the first value its
-// label_values query finds, as Grafana's first option would be.
-func resolveVariables(ctx context.Context, prom *stack.Prometheus, vars []variable) (map[string]string, error) {
-	values := map[string]string{}
-	for _, v := range vars {
-		if v.Type != "query" || (v.IncludeAll && v.AllValue != "") {
-			continue
-		}
-		m := labelValuesQuery.FindStringSubmatch(v.query())
-		if m == nil {
-			return nil, fmt.Errorf("variable %q: query %q is not label_values(selector, label)", v.Name, v.query())
-		}
-		selector, err := substitute(m[1], vars, values)
-		if err != nil {
-			return nil, fmt.Errorf("variable %q: %w", v.Name, err)
-		}
-		got, _, err := prom.API().LabelValues(ctx, m[2], []string{selector}, time.Now().Add(-time.Hour), time.Now())
-		if err != nil || len(got) == 0 {
-			return nil, fmt.Errorf("variable %q: no values for %s from %s: %v", v.Name, m[2], selector, err)
-		}
-		values[v.Name] = regexp.QuoteMeta(string(got[0]))
-	}
-	return values, nil
 }
 
 // logAlerts prints which generated alerts are pending or firing in the healthy run, for the reader.

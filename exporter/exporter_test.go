@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
 func fightWrites() []auditWrite {
@@ -182,5 +185,39 @@ func TestReadmeDocumentsEveryMetric(t *testing.T) {
 		if !strings.Contains(string(readme), "`"+m.Name+"`") {
 			t.Errorf("README.md does not document %s", m.Name)
 		}
+	}
+}
+
+func TestExporterDeletesTheSeriesOfADemotedActor(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	clock := &fakeClock{now: t0}
+	e, err := New(Config{Registerer: reg, Now: clock.Now, Tracker: track.Config{TopK: 1, DecayInterval: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.IngestList(eventList(t, auditWrite{id: "early", actor: "early", name: "x"})); err != nil {
+		t.Fatal(err)
+	}
+	var busy []auditWrite
+	for i := range 10 {
+		busy = append(busy, auditWrite{id: fmt.Sprint("busy", i), actor: "busy", name: "y", at: time.Duration(i) * time.Second})
+	}
+	if _, err := e.IngestList(eventList(t, busy...)); err != nil {
+		t.Fatal(err)
+	}
+	clock.mu.Lock()
+	clock.now = t0.Add(2 * time.Minute)
+	clock.mu.Unlock()
+	if _, err := e.IngestList(eventList(t, auditWrite{id: "later", actor: "busy", name: "y", at: time.Minute})); err != nil {
+		t.Fatal(err)
+	}
+	want := `
+# HELP loopwatch_audit_writes_total Completed write requests (create, update, patch, delete, deletecollection) by actor (top-K or "other"), verb, API group, resource and response code class.
+# TYPE loopwatch_audit_writes_total counter
+loopwatch_audit_writes_total{actor="busy",code_class="2xx",group="",resource="serviceaccounts",verb="patch"} 1
+loopwatch_audit_writes_total{actor="other",code_class="2xx",group="",resource="serviceaccounts",verb="patch"} 10
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loopwatch_audit_writes_total"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -88,3 +88,29 @@ func TestRunbooksAreComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestRunbookIndexListsEveryAlert fails when docs/runbooks/README.md does not link every alert's
+// runbook, or links one that no alert has.
+func TestRunbookIndexListsEveryAlert(t *testing.T) {
+	groups := loadRules(t)
+	alerts := alertNames(groups.Groups)
+	path := filepath.Join(runbookDir, "README.md")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read runbook index: %v", err)
+	}
+	var linked []string
+	for _, m := range runbookLink.FindAllStringSubmatch(string(data), -1) {
+		linked = append(linked, strings.TrimSuffix(m[1], ".md"))
+	}
+	for _, a := range alerts {
+		if !slices.Contains(linked, a) {
+			t.Errorf("%s does not link the runbook of %s", path, a)
+		}
+	}
+	for _, l := range linked {
+		if !slices.Contains(alerts, l) {
+			t.Errorf("%s links %s.md, which no alert has", path, l)
+		}
+	}
+}

@@ -28,7 +28,7 @@ func BenchmarkDecodeList(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((cputime.Thread() - c0).Nanoseconds())/float64(b.N), "cpu-ns/event")
+	b.ReportMetric(float64((cputime.Thread()-c0).Nanoseconds())/float64(b.N), "cpu-ns/event")
 }
 
 // BenchmarkEncodingJSON is the baseline: encoding/json into auditv1.EventList, per event.
@@ -51,5 +51,5 @@ func BenchmarkEncodingJSON(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64((cputime.Thread() - c0).Nanoseconds())/float64(b.N), "cpu-ns/event")
+	b.ReportMetric(float64((cputime.Thread()-c0).Nanoseconds())/float64(b.N), "cpu-ns/event")
 }

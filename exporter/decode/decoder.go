@@ -26,6 +26,8 @@ type Decoder struct {
 	// last holds, per field, the previous value: consecutive events mostly repeat verb, user,
 	// resource and namespace, and a compare is cheaper than hashing into the interner.
 	last [numFields]string
+	// hours caches the date and hour of the last timestamp.
+	hours hourCache
 }
 
 // Per-field slots of Decoder.last.
@@ -254,10 +256,20 @@ func (d *Decoder) event(ev *Event) error {
 
 // string reads a string into dst; null leaves dst unchanged, as encoding/json does.
 func (d *Decoder) string(dst *string, field int) error {
-	if null, err := d.s.isNull(); null || err != nil {
+	s := &d.s
+	if p := s.pos; p < len(s.data) && s.data[p] == '"' {
+		// The common case, a string right after the colon: scan it directly.
+		b, err := s.str()
+		if err != nil {
+			return err
+		}
+		*dst = d.internField(field, b)
+		return nil
+	}
+	if null, err := s.isNull(); null || err != nil {
 		return err
 	}
-	b, err := d.s.str()
+	b, err := s.str()
 	if err != nil {
 		return err
 	}
@@ -510,11 +522,20 @@ func (d *Decoder) time(dst *time.Time) error {
 		}
 		return err
 	}
+	// The canonical form is 27 plain bytes between quotes: parse it in place, without scanning it
+	// as a string first (a successful parse proves it holds no quote, escape or control byte).
+	if p := s.pos; p+28 < len(s.data) && s.data[p] == '"' && s.data[p+28] == '"' {
+		if t, ok := d.hours.parse(s.data[p+1 : p+28]); ok {
+			s.pos = p + 29
+			*dst = t
+			return nil
+		}
+	}
 	b, err := s.str()
 	if err != nil {
 		return err
 	}
-	t, ok := parseMicroTimeUTC(b)
+	t, ok := d.hours.parse(b)
 	if !ok {
 		t, err = time.Parse(metav1RFC3339Micro, string(b))
 		if err != nil {

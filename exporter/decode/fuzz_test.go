@@ -10,6 +10,15 @@ func FuzzDecode(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add([]byte(`{"items":[{"user":{"username":"a\u00e9","extra":{"authentication.kubernetes.io/pod-name":["p"]}},"impersonatedUser":null,"requestURI":"/x?fieldManager=a%20b","responseStatus":{"code":409},"stageTimestamp":"2026-11-21T04:04:45.745733Z"}]}`))
+	for _, seed := range []string{
+		`null`, `{"items":null}`, `{"items":[null,{}]}`, `{"ITEMS":[{"Verb":"x","verb":null}]}`,
+		`{"items":[{"objectRef":null,"responseStatus":{"code":-0}}]}`,
+		`{"items":[{"user":{"extra":{"authentication.kubernetes.io/pod-name":[null,"b"]}}}]}`,
+		`{"items":[{"stageTimestamp":"2026-11-21T04:04:45.745733+01:00","requestURI":"/a?fieldManager=%41&x;y"}]}`,
+		`{"items":[{"requestObject":[1,-2.5e+3,{"a":[true,false,null]}],"verb":"\ud83d\ude00"}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstReference(t, data)
 		var ev Event

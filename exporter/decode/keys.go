@@ -1,5 +1,7 @@
 package decode
 
+import "encoding/binary"
+
 // keyTable speeds up member keys of one object type: the API server writes the fields of an
 // audit object in the order of the Go struct, so the next key is almost always one of the next
 // few in that order. A predicted key is matched with one compare of `"name":` against the input,
@@ -13,6 +15,10 @@ type keyEntry struct {
 	name   string
 	quoted string // `"name":`
 	index  int    // resolve(name)
+	// words and masks hold quoted as little-endian words (the last one masked), so that a
+	// candidate is ruled out with one compare and confirmed with a few more, without a call.
+	words, masks [4]uint64
+	nwords       int
 }
 
 // lookahead is how many upcoming keys are tried, covering omitted optional fields.
@@ -21,7 +27,21 @@ const lookahead = 6
 func newKeyTable(order []string, resolve func(key []byte) int) *keyTable {
 	t := &keyTable{resolve: resolve}
 	for _, name := range order {
-		t.order = append(t.order, keyEntry{name: name, quoted: `"` + name + `":`, index: resolve([]byte(name))})
+		e := keyEntry{name: name, quoted: `"` + name + `":`, index: resolve([]byte(name))}
+		if len(e.quoted) > 8*len(e.words) {
+			panic("decode: key too long for keyTable: " + name)
+		}
+		var buf [8 * 4]byte
+		copy(buf[:], e.quoted)
+		e.nwords = (len(e.quoted) + 7) / 8
+		for j := range e.nwords {
+			e.words[j] = binary.LittleEndian.Uint64(buf[8*j:])
+			e.masks[j] = ^uint64(0)
+			if n := len(e.quoted) - 8*j; n < 8 {
+				e.masks[j] >>= 64 - 8*n
+			}
+		}
+		t.order = append(t.order, e)
 	}
 	return t
 }
@@ -62,9 +82,14 @@ func (s *scanner) field(first bool, t *keyTable, cursor *int) (index int, ok boo
 		return 0, false, s.errorf("want string key")
 	}
 	rest := s.data[s.pos:]
-	for k := *cursor; k < len(t.order) && k < *cursor+lookahead; k++ {
-		e := &t.order[k]
-		if len(rest) >= len(e.quoted) && string(rest[:len(e.quoted)]) == e.quoted {
+	if len(rest) >= 8*len(t.order[0].words) {
+		w := binary.LittleEndian.Uint64(rest)
+		end := min(*cursor+lookahead, len(t.order))
+		for k := *cursor; k < end; k++ {
+			e := &t.order[k]
+			if w&e.masks[0] != e.words[0] || !e.matchTail(rest) {
+				continue
+			}
 			s.pos += len(e.quoted)
 			*cursor = k + 1
 			return e.index, true, nil
@@ -85,4 +110,14 @@ func (s *scanner) field(first bool, t *keyTable, cursor *int) (index int, ok boo
 		}
 	}
 	return t.resolve(key), true, nil
+}
+
+// matchTail compares words 1.. of e.quoted with rest, which holds at least 32 bytes.
+func (e *keyEntry) matchTail(rest []byte) bool {
+	for j := 1; j < e.nwords; j++ {
+		if binary.LittleEndian.Uint64(rest[8*j:])&e.masks[j] != e.words[j] {
+			return false
+		}
+	}
+	return true
 }

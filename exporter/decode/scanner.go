@@ -53,7 +53,8 @@ func specialInString(w uint64, withHigh bool) uint64 {
 
 // scanSpecial returns the index of the first byte of data at or after i that specialInString
 // flags, or len(data) rounded down to the last 8-byte boundary it could check (the caller then
-// checks the tail byte by byte).
+// checks the tail byte by byte). (A vectorised bytes.IndexByte for the closing quote followed by
+// a check of the bytes before it measured slower: most strings here are shorter than 48 bytes.)
 func scanSpecial(data []byte, i int, withHigh bool) int {
 	for i+16 <= len(data) {
 		m1 := specialInString(binary.LittleEndian.Uint64(data[i:]), withHigh)
@@ -222,6 +223,16 @@ func (s *scanner) str() ([]byte, error) {
 	i := start
 	ascii := true
 	data := s.data
+	// Most kept strings (verbs, names, resources) are shorter than 8 bytes or end within the
+	// first word: test it inline before calling scanSpecial.
+	if i+8 <= len(data) {
+		if m := specialInString(binary.LittleEndian.Uint64(data[i:]), true); m != 0 {
+			if j := i + bits.TrailingZeros64(m)>>3; data[j] == '"' {
+				s.pos = j + 1
+				return data[start:j], nil
+			}
+		}
+	}
 	for {
 		i = scanSpecial(data, i, true)
 		if i >= len(data) {
@@ -255,6 +266,13 @@ func (s *scanner) unescape(start int) ([]byte, error) {
 	out := s.scratch[:0]
 	i := start
 	for {
+		// Copy the run of plain ASCII up to the next quote, escape, control or non-ASCII byte.
+		j := scanSpecial(data, i, true)
+		for j < len(data) && data[j] >= 0x20 && data[j] < utf8.RuneSelf && data[j] != '"' && data[j] != '\\' {
+			j++
+		}
+		out = append(out, data[i:j]...)
+		i = j
 		if i >= len(data) {
 			s.pos = i
 			return nil, s.errorf("unterminated string")
@@ -442,103 +460,172 @@ func (s *scanner) number() ([]byte, error) {
 	return data[start:i], nil
 }
 
-// skip validates and skips any value. It is iterative (a small stack of container kinds) so
-// that skipping a large request object costs a byte loop, not a call per token.
+// Byte classes for skip: what a byte can start where a value is expected.
+const (
+	clsBad = iota
+	clsSpace
+	clsString
+	clsObject
+	clsArray
+	clsNumber
+	clsTrue
+	clsFalse
+	clsNull
+)
+
+// valueClass classifies the first byte of a value (and whitespace) for skip.
+var valueClass = func() (t [256]uint8) {
+	for _, c := range " \t\n\r" {
+		t[c] = clsSpace
+	}
+	t['"'], t['{'], t['['] = clsString, clsObject, clsArray
+	t['-'] = clsNumber
+	for c := '0'; c <= '9'; c++ {
+		t[c] = clsNumber
+	}
+	t['t'], t['f'], t['n'] = clsTrue, clsFalse, clsNull
+	return t
+}()
+
+// isSpace reports whether c is JSON whitespace.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\n' || c == '\t' || c == '\r'
+}
+
+// skip validates and skips any value, exactly as strictly as encoding/json's scanner: one
+// iterative loop over a byte-class table, with a stack of container kinds (true for objects),
+// so that skipping a large request object costs a byte loop, not a call per token.
 func (s *scanner) skip() error {
+	data := s.data
+	i := s.pos
 	base := len(s.stack)
 	for {
-		// A value is expected.
-		switch c := s.peek(); c {
-		case '"':
+		// A value is expected at i.
+		for i < len(data) && isSpace(data[i]) {
+			i++
+		}
+		if i >= len(data) {
+			s.pos = i
+			return s.errorf("unexpected end of input")
+		}
+		switch valueClass[data[i]] {
+		case clsString:
+			s.pos = i
 			if err := s.skipString(); err != nil {
 				return err
 			}
-		case '{':
-			s.pos++
-			if err := s.push(); err != nil {
-				return err
+			i = s.pos
+		case clsObject, clsArray:
+			obj := data[i] == '{'
+			i++
+			s.depth++
+			if s.depth > maxDepth {
+				s.pos = i
+				return s.errorf("exceeded max depth")
 			}
-			if s.peek() == '}' {
-				s.pos++
+			for i < len(data) && isSpace(data[i]) {
+				i++
+			}
+			if i < len(data) && (obj && data[i] == '}' || !obj && data[i] == ']') {
+				i++
 				s.depth--
 				break
 			}
-			s.stack = append(s.stack, true)
-			if err := s.key(); err != nil {
-				return err
+			s.stack = append(s.stack, obj)
+			if obj {
+				var err error
+				if i, err = s.skipKey(i); err != nil {
+					return err
+				}
 			}
 			continue
-		case '[':
-			s.pos++
-			if err := s.push(); err != nil {
-				return err
-			}
-			if s.peek() == ']' {
-				s.pos++
-				s.depth--
-				break
-			}
-			s.stack = append(s.stack, false)
-			continue
-		case 't':
-			if err := s.literal("true"); err != nil {
-				return err
-			}
-		case 'f':
-			if err := s.literal("false"); err != nil {
-				return err
-			}
-		case 'n':
-			if err := s.literal("null"); err != nil {
-				return err
-			}
-		case 0:
-			return s.errorf("unexpected end of input")
-		default:
+		case clsNumber:
+			s.pos = i
 			if _, err := s.number(); err != nil {
 				return err
 			}
+			i = s.pos
+		case clsTrue:
+			if len(data)-i < 4 || string(data[i:i+4]) != "true" {
+				s.pos = i
+				return s.errorf("invalid literal, want true")
+			}
+			i += 4
+		case clsFalse:
+			if len(data)-i < 5 || string(data[i:i+5]) != "false" {
+				s.pos = i
+				return s.errorf("invalid literal, want false")
+			}
+			i += 5
+		case clsNull:
+			if len(data)-i < 4 || string(data[i:i+4]) != "null" {
+				s.pos = i
+				return s.errorf("invalid literal, want null")
+			}
+			i += 4
+		default:
+			s.pos = i
+			return s.errorf("invalid character %q looking for a value", data[i])
 		}
-		// After a value: close containers or move to the next member or element.
+		// After a value: close containers, or move on to the next member or element.
 	after:
 		for {
 			if len(s.stack) == base {
+				s.pos = i
 				return nil
 			}
-			inObject := s.stack[len(s.stack)-1]
-			switch c := s.peek(); {
+			for i < len(data) && isSpace(data[i]) {
+				i++
+			}
+			if i >= len(data) {
+				s.pos = i
+				return s.errorf("unexpected end of input")
+			}
+			obj := s.stack[len(s.stack)-1]
+			switch c := data[i]; {
 			case c == ',':
-				s.pos++
-				if inObject {
-					if err := s.key(); err != nil {
+				i++
+				if obj {
+					var err error
+					if i, err = s.skipKey(i); err != nil {
 						return err
 					}
 				}
 				break after
-			case c == '}' && inObject, c == ']' && !inObject:
-				s.pos++
+			case obj && c == '}', !obj && c == ']':
+				i++
 				s.depth--
 				s.stack = s.stack[:len(s.stack)-1]
 			default:
+				s.pos = i
 				return s.errorf("want ',' or end of container")
 			}
 		}
 	}
 }
 
-// key skips an object key and its colon.
-func (s *scanner) key() error {
-	if s.peek() != '"' {
-		return s.errorf("want string key")
+// skipKey skips an object key and its colon starting at i, and returns the index after them.
+func (s *scanner) skipKey(i int) (int, error) {
+	data := s.data
+	for i < len(data) && isSpace(data[i]) {
+		i++
+	}
+	s.pos = i
+	if i >= len(data) || data[i] != '"' {
+		return i, s.errorf("want string key")
 	}
 	if err := s.skipString(); err != nil {
-		return err
+		return s.pos, err
 	}
-	if s.peek() != ':' {
-		return s.errorf("want ':' after key")
+	i = s.pos
+	for i < len(data) && isSpace(data[i]) {
+		i++
 	}
-	s.pos++
-	return nil
+	if i >= len(data) || data[i] != ':' {
+		s.pos = i
+		return i, s.errorf("want ':' after key")
+	}
+	return i + 1, nil
 }
 
 // end checks that only whitespace follows the document.

@@ -69,3 +69,45 @@ func daysIn(month, year int) int {
 	}
 	return 31
 }
+
+// hourCache remembers the date and hour of the last canonical timestamp: consecutive audit
+// timestamps share "2006-01-02T15", so only minutes, seconds and microseconds need parsing.
+type hourCache struct {
+	prefix [13]byte
+	base   int64 // Unix seconds at the start of that hour
+	valid  bool
+}
+
+// parse is parseMicroTimeUTC with the date and hour taken from the cache when they match; it
+// accepts exactly what parseMicroTimeUTC accepts.
+func (c *hourCache) parse(b []byte) (time.Time, bool) {
+	if len(b) != 27 || b[26] != 'Z' {
+		return time.Time{}, false
+	}
+	if !c.valid || string(b[:13]) != string(c.prefix[:]) {
+		t, ok := parseMicroTimeUTC(b)
+		if ok {
+			copy(c.prefix[:], b[:13])
+			c.base = t.Unix() - int64(t.Minute()*60+t.Second())
+			c.valid = true
+		}
+		return t, ok
+	}
+	if b[13] != ':' || b[16] != ':' || b[19] != '.' {
+		return time.Time{}, false
+	}
+	m1, m2, s1, s2 := b[14]-'0', b[15]-'0', b[17]-'0', b[18]-'0'
+	if m1 > 5 || m2 > 9 || s1 > 5 || s2 > 9 {
+		return time.Time{}, false
+	}
+	micro := 0
+	for _, c := range b[20:26] {
+		d := c - '0'
+		if d > 9 {
+			return time.Time{}, false
+		}
+		micro = micro*10 + int(d)
+	}
+	secs := c.base + int64(m1)*600 + int64(m2)*60 + int64(s1)*10 + int64(s2)
+	return time.Unix(secs, int64(micro)*1000).UTC(), true
+}

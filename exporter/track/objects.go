@@ -30,6 +30,7 @@ type objectTable struct {
 	live      int
 	evictions uint64
 	sweepAt   int
+	sweptAt   uint32 // time of the last sweepDue that swept
 }
 
 func newObjectTable(maxObjects int, ttlSeconds uint32) *objectTable {
@@ -94,6 +95,30 @@ func (t *objectTable) get(key uint64, now uint32) (s *objectState, fresh bool) {
 	}
 	*v = objectState{key: key, seen: now}
 	return v, true
+}
+
+// sweepPasses is how many full passes over the table sweepDue makes per TTL, so an expired
+// object stops being counted at most TTL/sweepPasses after it expired.
+const sweepPasses = 4
+
+// sweepDue sweeps as many slots as the time since the last sweep calls for: sweepPasses passes
+// over the whole table per TTL. The cost follows the clock, not the event rate: a busy exporter
+// does not re-read the table for every batch, and a quiet one still converges.
+func (t *objectTable) sweepDue(now uint32) {
+	if now == 0 {
+		return
+	}
+	if t.sweptAt == 0 || now < t.sweptAt {
+		t.sweptAt = now
+		return
+	}
+	period := uint64(max(1, t.ttl/sweepPasses))
+	n := uint64(now-t.sweptAt) * uint64(len(t.slots)) / period
+	if n == 0 {
+		return
+	}
+	t.sweptAt = now
+	t.sweep(int(min(n, uint64(len(t.slots)))), now)
 }
 
 // sweep clears up to n expired slots, continuing where the last sweep stopped, so that the live

@@ -55,6 +55,25 @@ func TestObjectTable(t *testing.T) {
 			},
 			live: 0,
 		},
+		{
+			name: "sweeps the whole table once a quarter of the TTL has passed",
+			run: func(tb *objectTable) {
+				tb.get(1, 10)
+				tb.get(2, 10)
+				tb.sweepDue(100) // first call: only starts the clock
+				tb.sweepDue(115)
+			},
+			live: 0,
+		},
+		{
+			name: "does not sweep before the clock calls for it",
+			run: func(tb *objectTable) {
+				tb.get(1, 10)
+				tb.sweepDue(100)
+				tb.sweepDue(101) // 1 s of a 15 s pass over 8 slots: nothing due yet
+			},
+			live: 1,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -75,34 +75,67 @@ type Race struct {
 }
 
 // offenderTable is a bounded, expiring set of offenders keyed by object hash. When full, the
-// entry seen longest ago (by the clock) is evicted.
+// entries seen longest ago (by the clock) are evicted. Entries live in one preallocated slice
+// (removal moves the last entry into the hole), so a storm of new offenders allocates nothing
+// and eviction scans a slice rather than a map.
 type offenderTable[T any] struct {
 	max       int
 	ttl       time.Duration
-	entries   map[uint64]*offender[T]
+	index     map[uint64]int32
+	entries   []offender[T]
 	evictions uint64
+	scratch   []aged
+}
+
+// aged is an entry's last sighting and key, for eviction.
+type aged struct {
+	seen int64
+	key  uint64
 }
 
 type offender[T any] struct {
-	value T
+	key   uint64
 	seen  time.Time
+	value T
 }
 
 func newOffenderTable[T any](max int, ttl time.Duration) *offenderTable[T] {
-	return &offenderTable[T]{max: max, ttl: ttl, entries: map[uint64]*offender[T]{}}
+	return &offenderTable[T]{
+		max: max, ttl: ttl,
+		index:   make(map[uint64]int32, max),
+		entries: make([]offender[T], 0, max),
+	}
 }
 
+// get returns the live entry of key, or nil. The pointer is valid until the next add or expiry.
 func (t *offenderTable[T]) get(key uint64, now time.Time) *T {
-	e := t.entries[key]
-	if e == nil {
+	if len(t.entries) == 0 {
 		return nil
 	}
+	i, ok := t.index[key]
+	if !ok {
+		return nil
+	}
+	e := &t.entries[i]
 	if now.Sub(e.seen) > t.ttl {
-		delete(t.entries, key)
+		t.remove(int(i))
 		return nil
 	}
 	e.seen = now
 	return &e.value
+}
+
+// remove deletes the entry at slot i, moving the last entry into its place.
+func (t *offenderTable[T]) remove(i int) {
+	delete(t.index, t.entries[i].key)
+	last := len(t.entries) - 1
+	if i != last {
+		t.entries[i] = t.entries[last]
+		t.index[t.entries[i].key] = int32(i)
+	}
+	var zero offender[T]
+	t.entries[last] = zero
+	t.entries = t.entries[:last]
 }
 
 // add inserts an entry (the caller checked it is absent) and returns it; nil when max is 0.
@@ -111,53 +144,92 @@ func (t *offenderTable[T]) add(key uint64, v T, now time.Time) *T {
 		return nil
 	}
 	if len(t.entries) >= t.max {
-		t.expire(now)
+		t.makeRoom(now)
 	}
-	if len(t.entries) >= t.max {
-		t.evictOldest(max(1, t.max/4))
-	}
-	e := &offender[T]{value: v, seen: now}
-	t.entries[key] = e
-	return &e.value
+	t.index[key] = int32(len(t.entries))
+	t.entries = append(t.entries, offender[T]{key: key, seen: now, value: v})
+	return &t.entries[len(t.entries)-1].value
 }
 
-// evictOldest removes the n entries seen longest ago. Evicting a quarter of a full table at once
-// keeps a storm of new offenders at amortised O(log n) per insertion.
-func (t *offenderTable[T]) evictOldest(n int) {
-	type aged struct {
-		key  uint64
-		seen time.Time
+// makeRoom is called when the table is full: it drops the expired entries or, when none has
+// expired, evicts the quarter seen longest ago. Freeing a quarter at once keeps a storm of new
+// offenders at amortised O(1) per insertion (one pass and a quickselect per max/4 insertions).
+func (t *offenderTable[T]) makeRoom(now time.Time) {
+	if t.expire(now) > 0 {
+		return
 	}
-	all := make([]aged, 0, len(t.entries))
-	for k, e := range t.entries {
-		all = append(all, aged{k, e.seen})
+	all := t.scratch[:0]
+	for i := range t.entries {
+		all = append(all, aged{t.entries[i].seen.UnixNano(), t.entries[i].key})
 	}
-	sort.Slice(all, func(i, j int) bool {
-		if !all[i].seen.Equal(all[j].seen) {
-			return all[i].seen.Before(all[j].seen)
-		}
-		return all[i].key < all[j].key
-	})
-	for _, a := range all[:min(n, len(all))] {
-		delete(t.entries, a.key)
+	t.scratch = all
+	n := min(max(1, t.max/4), len(all))
+	selectOldest(all, n)
+	for _, a := range all[:n] {
+		t.remove(int(t.index[a.key]))
 		t.evictions++
 	}
 }
 
-func (t *offenderTable[T]) expire(now time.Time) {
-	for k, e := range t.entries {
-		if now.Sub(e.seen) > t.ttl {
-			delete(t.entries, k)
+// older orders entries by last sighting, then key (keys are unique, so the order is total).
+func (a aged) older(b aged) bool {
+	return a.seen < b.seen || a.seen == b.seen && a.key < b.key
+}
+
+// selectOldest reorders all so that its first n entries are the n oldest (quickselect: linear
+// on average, where a sort would be O(len log len) at every eviction).
+func selectOldest(all []aged, n int) {
+	lo, hi := 0, len(all)-1
+	for lo < hi {
+		// Median of three as pivot, moved to hi.
+		mid := lo + (hi-lo)/2
+		if all[mid].older(all[lo]) {
+			all[mid], all[lo] = all[lo], all[mid]
+		}
+		if all[hi].older(all[lo]) {
+			all[hi], all[lo] = all[lo], all[hi]
+		}
+		if all[mid].older(all[hi]) {
+			all[mid], all[hi] = all[hi], all[mid]
+		}
+		pivot := all[hi]
+		p := lo
+		for i := lo; i < hi; i++ {
+			if all[i].older(pivot) {
+				all[i], all[p] = all[p], all[i]
+				p++
+			}
+		}
+		all[p], all[hi] = all[hi], all[p]
+		switch {
+		case p == n || p == n-1:
+			return
+		case p < n:
+			lo = p + 1
+		default:
+			hi = p - 1
 		}
 	}
+}
+
+// expire drops the entries not seen for longer than the TTL and returns how many it dropped.
+func (t *offenderTable[T]) expire(now time.Time) int {
+	dropped := 0
+	for i := len(t.entries) - 1; i >= 0; i-- {
+		if now.Sub(t.entries[i].seen) > t.ttl {
+			t.remove(i)
+			dropped++
+		}
+	}
+	return dropped
 }
 
 // snapshot returns copies of the live entries, ordered by less.
 func (t *offenderTable[T]) snapshot(now time.Time, less func(a, b *T) bool) []T {
 	t.expire(now)
 	out := make([]T, 0, len(t.entries))
-	for _, e := range t.entries {
-		out = append(out, e.value)
+	for i := range t.entries {
+		out = append(out, t.entries[i].value)
 	}
 	sort.Slice(out, func(i, j int) bool { return less(&out[i], &out[j]) })
 	return out

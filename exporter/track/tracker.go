@@ -21,7 +21,8 @@ type Observation struct {
 }
 
 // Sink receives the tracker's observations; the exporter turns them into counters, the
-// post-mortem report into totals. Calls happen with the tracker's lock held, in event order.
+// post-mortem report into totals. Calls happen with the tracker's lock held, in event order; the
+// *Observation is only valid during the call.
 type Sink interface {
 	// Write is called for every write (create, update, patch, delete, deletecollection),
 	// whatever its response code.
@@ -43,9 +44,6 @@ type Stats struct {
 	OffenderEvictions uint64
 	ActorDemotions    uint64
 }
-
-// sweepPerBatch is how many object slots each batch checks for expiry.
-const sweepPerBatch = 4096
 
 // Tracker attributes events to actors and detects fights, hot objects and replica races. It is
 // safe for concurrent use.
@@ -72,6 +70,9 @@ type Tracker struct {
 	lastResLabels [2]string
 
 	fightWindow, hotWindow, raceWindow uint32
+
+	obs     Observation
+	scratch []bool
 }
 
 // New returns a tracker reporting to sink.
@@ -103,22 +104,28 @@ func New(cfg Config, sink Sink) (*Tracker, error) {
 }
 
 // ObserveBatch tracks the counted events of a batch (ResponseComplete and Panic stages; the
-// others are ignored) and returns how many were counted. skip, when non-nil, is consulted first
-// and lets the caller drop duplicates.
+// others are ignored) and returns how many were counted. skip, when non-nil, lets the caller drop
+// duplicates: it is called for every event at a counted stage, in order, before any is tracked.
 func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) bool) (counted int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	t.maybeDecay(now)
+	// skip runs over the whole batch first, in a loop of its own: a deduplicator's lookups are
+	// cache misses, and back to back the processor overlaps them instead of waiting for each.
+	use := t.scratch[:0]
 	for i := range events {
 		ev := &events[i]
-		if !ev.Counts() || skip != nil && skip(ev) {
-			continue
-		}
-		t.observe(ev, now)
-		counted++
+		use = append(use, ev.Counts() && (skip == nil || !skip(ev)))
 	}
-	t.objects.sweep(sweepPerBatch, t.lastSeconds(now))
+	t.scratch = use
+	for i := range events {
+		if use[i] {
+			t.observe(&events[i], now)
+			counted++
+		}
+	}
+	t.objects.sweepDue(t.lastSeconds(now))
 	return counted
 }
 
@@ -216,16 +223,19 @@ func objectRef(ev *decode.Event) ObjectRef {
 func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
 	actor := ev.Actor()
 	ah := t.actorHash(actor)
-	o := Observation{Event: ev, Actor: actor, ActorLabel: t.actors.observe(ah, actor)}
+	// The observation is handed to the sink through an interface, which would move a local to the
+	// heap on every event; the tracker's own (guarded by its lock) is reused instead.
+	o := &t.obs
+	*o = Observation{Event: ev, Actor: actor, ActorLabel: t.actors.observe(ah, actor)}
 	o.Group, o.Resource = t.resourceLabels(ev.APIGroup, ev.Resource)
 	switch {
 	case ev.IsRead():
-		t.sink.Read(&o)
+		t.sink.Read(o)
 		return
 	case !ev.IsWrite():
 		return
 	}
-	t.sink.Write(&o)
+	t.sink.Write(o)
 	success := ev.Code >= 200 && ev.Code < 400
 	conflict := ev.IsConflict()
 	if ev.Name == "" || !success && !conflict {
@@ -246,7 +256,7 @@ func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
 	if !success {
 		return
 	}
-	t.trackFight(&o, st, key, ah, now, ts, clock)
+	t.trackFight(o, st, key, ah, now, ts, clock)
 	t.trackHot(ev, st, key, actor, ah, now, ts, clock)
 	st.actor = ah
 }

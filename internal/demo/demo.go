@@ -286,6 +286,9 @@ func (e *Environment) StartOperator(i int, extra ...string) error {
 		"--health-probe-bind-address=0",
 		"--leader-election-namespace=" + namespace,
 		"--store-dir=" + filepath.Join(e.dir, "store"),
+		// Generous lease timings: on a loaded 2-core machine the default 10s renew deadline can
+		// expire, and a leader that loses its lease exits.
+		"--leader-election-lease-duration=60s", "--leader-election-renew-deadline=45s", "--leader-election-retry-period=5s",
 	}, extra...)
 	p, err := startProcess(e.dir, fmt.Sprintf("backup-operator-%d", i), filepath.Join(e.bin, "backup-operator"),
 		[]string{"KUBECONFIG=" + e.kubeconfigs[i]}, args...)
@@ -409,8 +412,13 @@ func describe(m model.Metric) string {
 
 // ExpectSilence watches a healthy run for dur: no loopwatch alert may fire.
 func (e *Environment) ExpectSilence(ctx context.Context, dur time.Duration) error {
-	if err := e.prom.WaitForTargetsUp(ctx); err != nil {
-		return err
+	// Only operator pod 0 runs now; pod 1's target is down until the replica race.
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, up := range []string{`up{job="` + operatorJob + `", pod="backup-operator-0"} == 1`, `up{job="` + exporterJob + `"} == 1`} {
+		if _, err := e.prom.WaitForQuery(wctx, up); err != nil {
+			return fmt.Errorf("waiting for %s: %w", up, err)
+		}
 	}
 	e.say("watching the healthy run for %s: no loopwatch alert may fire", dur)
 	deadline := time.Now().Add(dur)

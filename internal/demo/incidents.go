@@ -34,9 +34,36 @@ type Incident struct {
 // DemoIncidents are the incidents `make demo` shows.
 var DemoIncidents = []string{"hot-loop", "write-fight"}
 
-// Incidents returns every incident the environment can reproduce.
+// Incidents returns every incident the environment can reproduce, in the order the tests inject
+// them: the alerts read 5m rate windows, so an incident whose signal is a ratio (calls per
+// reconcile, slow or failed share) comes before incidents that flood the window with fast
+// reconciles (the hot loop).
 func Incidents() []Incident {
 	return []Incident{
+		{
+			Name: "n-plus-one", Seed: "000",
+			What:  "every reconcile lists all Backups and GETs each one uncached (--fault-n-plus-one, 55 Backups)",
+			Flags: []string{"--fault-n-plus-one"}, Setup: fleet,
+			Alert: "LoopwatchAPICallsPerReconcileHigh", Labels: map[string]string{"job": operatorJob},
+		},
+		{
+			Name: "slow-store", Seed: "000",
+			What:  "every store call takes 6s, like seed 000's 45s reconciles (--fault-slow-store=6s)",
+			Flags: []string{"--fault-slow-store=6s"}, Setup: scheduledBackups,
+			Alert: "LoopwatchReconcileSlow", Labels: map[string]string{"job": operatorJob},
+		},
+		{
+			Name: "error-storm", Seed: "000",
+			What:  "the archive store fails every write (--fault-failing-store)",
+			Flags: []string{"--fault-failing-store"}, Setup: scheduledBackups,
+			Alert: "LoopwatchReconcileErrors", Labels: map[string]string{"job": operatorJob},
+		},
+		{
+			Name: "replica-race", Seed: "000",
+			What:  "two replicas run without leader election and reconcile the same Backups (--fault-no-leader-election)",
+			Flags: []string{"--fault-no-leader-election"}, Pods: 2, Setup: scheduledBackups,
+			Alert: "LoopwatchReplicaRace", Labels: map[string]string{"actor": "system:serviceaccount:" + namespace + ":" + operatorSA},
+		},
 		{
 			Name: "hot-loop", Seed: "002",
 			What:  "a timestamp annotation patched on every reconcile re-triggers the controller (--fault-hot-loop)",
@@ -48,30 +75,6 @@ func Incidents() []Incident {
 			What:  "a second controller keeps changing an annotation the operator sets back (--fault-fight)",
 			Flags: []string{"--fault-fight", "--fault-fight-as=system:serviceaccount:" + namespace + ":" + rivalSA},
 			Alert: "LoopwatchWriteFight", Labels: map[string]string{"group": "backup.loopwatch.dev", "resource": "backups"},
-		},
-		{
-			Name: "n-plus-one", Seed: "000",
-			What:  "every reconcile lists all Backups and GETs each one uncached (--fault-n-plus-one)",
-			Flags: []string{"--fault-n-plus-one"}, Setup: scheduledBackups,
-			Alert: "LoopwatchAPICallsPerReconcileHigh", Labels: map[string]string{"job": operatorJob},
-		},
-		{
-			Name: "error-storm", Seed: "000",
-			What:  "the archive store fails every write (--fault-failing-store)",
-			Flags: []string{"--fault-failing-store"}, Setup: scheduledBackups,
-			Alert: "LoopwatchReconcileErrors", Labels: map[string]string{"job": operatorJob},
-		},
-		{
-			Name: "slow-store", Seed: "000",
-			What:  "every store call takes 6s, like seed 000's 45s reconciles (--fault-slow-store=6s)",
-			Flags: []string{"--fault-slow-store=6s"}, Setup: scheduledBackups,
-			Alert: "LoopwatchReconcileSlow", Labels: map[string]string{"job": operatorJob},
-		},
-		{
-			Name: "replica-race", Seed: "000",
-			What:  "two replicas run without leader election and reconcile the same Backups (--fault-no-leader-election)",
-			Flags: []string{"--fault-no-leader-election"}, Pods: 2, Setup: scheduledBackups,
-			Alert: "LoopwatchReplicaRace", Labels: map[string]string{"actor": "system:serviceaccount:" + namespace + ":" + operatorSA},
 		},
 	}
 }
@@ -89,6 +92,20 @@ func incident(name string) Incident {
 // reconciling (and writing) after startup. Created once; later incidents reuse them.
 func scheduledBackups(ctx context.Context, e *Environment) error {
 	err := e.CreateBackups(ctx, "every10s", 5, 10)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// fleet adds 40 more Backups to the scheduled ones: seed 000's N+1 is one GET per object of the
+// namespace, so the calls per reconcile grow with the fleet (here 1 list + 50 GETs + the
+// reconcile's own calls).
+func fleet(ctx context.Context, e *Environment) error {
+	if err := scheduledBackups(ctx, e); err != nil {
+		return err
+	}
+	err := e.CreateBackups(ctx, "fleet", 40, 0)
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

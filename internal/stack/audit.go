@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -38,7 +39,8 @@ type AuditWebhook struct {
 	// server presents to the receiver.
 	ClientCertData []byte
 	ClientKeyData  []byte
-	// Token is an optional bearer token the API server sends.
+	// Token is an optional bearer token the API server sends. Credentials need an https URL:
+	// client-go drops them from a kubeconfig whose server is plain http.
 	Token string
 }
 
@@ -83,6 +85,9 @@ func auditArgs(dir string, opts ControlPlaneOptions) (args []string, logPath str
 	if w := opts.AuditWebhook; w != nil {
 		if w.URL == "" {
 			return nil, "", fmt.Errorf("audit webhook: URL is required")
+		}
+		if !strings.HasPrefix(w.URL, "https://") && (w.Token != "" || len(w.ClientCertData) > 0) {
+			return nil, "", fmt.Errorf("audit webhook %q: credentials are only sent over https (client-go drops them for http servers)", w.URL)
 		}
 		path := filepath.Join(dir, "audit-webhook.kubeconfig")
 		if err := w.writeKubeconfig(path); err != nil {

@@ -36,7 +36,7 @@ func BinDir() (string, error) {
 }
 
 // ErrMissingBinary is wrapped by LookPath's error when a pinned binary has not been built.
-var ErrMissingBinary = errors.New("binary not built")
+var ErrMissingBinary = errors.New("pinned tool missing")
 
 // LookPath returns the path of the pinned binary name in BinDir, or an error (wrapping
 // ErrMissingBinary when it is absent) that tells the reader to run `make tools`.

@@ -2,12 +2,41 @@
 // Prometheus, built from the pinned modules under tools/ into bin/ by `make tools` — on free
 // loopback ports, and gives tests typed handles on them.
 //
+// # Usage
+//
+// One control plane per test (or per package, from TestMain), identities from it:
+//
+//	func TestWrites(t *testing.T) {
+//		cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{AuditWebhook: webhook})
+//		cfg, err := cp.PodConfig(ctx, "team-a", "backup-operator", "backup-operator-0")
+//		...
+//		err = cp.GrantClusterAdmin(ctx, stack.ServiceAccountSubject("team-a", "backup-operator"))
+//	}
+//
+//	func TestMain(m *testing.M) {
+//		cp, err := stack.StartControlPlane(context.Background(), opts)
+//		if err != nil {
+//			log.Fatal(err) // names the binary, its command line and its log file
+//		}
+//		code := m.Run()
+//		if code != 0 {
+//			stack.PrintLogs(log.Printf, cp.Logs())
+//		}
+//		_ = cp.Stop()
+//		if code == 0 {
+//			_ = os.RemoveAll(cp.Dir())
+//		}
+//		os.Exit(code)
+//	}
+//
 // # Binaries
 //
 // The binaries are looked up in $LOOPWATCH_BIN, else in the bin/ directory next to the nearest
 // go.mod above the working directory (BinDir). A missing binary is an error telling to run
 // `make tools`; the test helpers turn it into t.Fatal, or t.Skip under `go test -short`.
 //
+//	const BinEnv = "LOOPWATCH_BIN"
+//	var ErrMissingBinary                                 // wrapped by every "run `make tools`" error
 //	func BinDir() (string, error)
 //	func LookPath(name string) (string, error)          // bin/<name>, or an error naming `make tools`
 //	func PrometheusOperatorCRDDir() (string, error)     // bin/crds: PrometheusRule + ServiceMonitor CRDs
@@ -34,8 +63,9 @@
 //		CAData         []byte // PEM CA that signed the receiver's serving certificate
 //		ClientCertData []byte // optional PEM client certificate the API server presents
 //		ClientKeyData  []byte // its key
-//		Token          string // optional bearer token the API server sends
+//		Token          string // optional bearer token the API server sends (https only)
 //	}
+//	func ServingCertificate(dir string) (certFile, keyFile string, caPEM []byte, err error) // for a receiver
 //	func AuditWebhookFor(srv *httptest.Server) *AuditWebhook // trusts an httptest TLS server
 //	const DefaultAuditPolicy // write verbs at Metadata level, leases/events/reads dropped
 //
@@ -94,6 +124,7 @@
 //		Addresses []string          // host:port
 //		Labels    map[string]string // static target labels
 //		Scheme    string            // default "http"
+//		MetricsPath string          // default /metrics
 //		TLS       *TLSFiles         // for https targets
 //		BearerTokenFile string
 //	}
@@ -110,6 +141,7 @@
 //	func (*Prometheus) WaitForQuery(ctx context.Context, query string) (model.Vector, error) // until non-empty
 //	func (*Prometheus) WaitForTargetsUp(ctx context.Context) error
 //	func (*Prometheus) WaitForAlert(ctx context.Context, name string, labels map[string]string) (promv1.Alert, error) // until firing
+//	func (*Prometheus) WaitForActiveAlert(ctx context.Context, name string, labels map[string]string) (promv1.Alert, error) // pending or firing
 //	func (*Prometheus) RuleGroups(ctx context.Context) ([]promv1.RuleGroup, error)
 //	func (*Prometheus) WaitForRuleEvaluations(ctx context.Context, n int) error // every group evaluated ≥ n times
 //	func (*Prometheus) RuleHealth(ctx context.Context) error // joined errors: lastError, unhealthy rules, evaluation failures
@@ -118,7 +150,12 @@
 // # Failures and teardown
 //
 // A component that fails to start returns a *StartError naming the binary, its command line and
-// its log file. The test helpers stop everything in t.Cleanup; when the test failed the work
-// directory is kept and its log files are printed (path and last lines), otherwise it is removed.
+// its log file:
+//
+//	type StartError struct{ Binary string; Args []string; LogFile string; Err error }
+//	func PrintLogs(logf func(format string, args ...any), logs map[string]string) // for TestMain users
+//
+// The test helpers stop everything in t.Cleanup; when the test failed the work directory is kept
+// and its log files are printed (path and last lines), otherwise it is removed.
 // Child processes get SIGKILL if the test binary dies (Pdeathsig), so none is left behind.
 package stack

@@ -155,3 +155,22 @@ func serial() *big.Int {
 	}
 	return n
 }
+
+// ServingCertificate writes a fresh CA and a serving certificate for 127.0.0.1, ::1 and localhost
+// into dir, for a test server kube-apiserver must trust, such as an audit webhook receiver (put
+// caPEM in AuditWebhook.CAData). It returns the certificate and key file paths and the CA.
+func ServingCertificate(dir string) (certFile, keyFile string, caPEM []byte, err error) {
+	ca, err := newCertAuthority("loopwatch-test-serving-ca")
+	if err != nil {
+		return "", "", nil, err
+	}
+	kp, err := ca.serving("loopwatch-test-server")
+	if err != nil {
+		return "", "", nil, err
+	}
+	certFile, keyFile, err = kp.write(dir, "serving")
+	if err != nil {
+		return "", "", nil, err
+	}
+	return certFile, keyFile, ca.certPEM, nil
+}

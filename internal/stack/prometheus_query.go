@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,6 +84,17 @@ func (p *Prometheus) WaitForTargetsUp(ctx context.Context) error {
 // WaitForAlert waits until an alert named name whose labels include labels is firing, and
 // returns it.
 func (p *Prometheus) WaitForAlert(ctx context.Context, name string, labels map[string]string) (promv1.Alert, error) {
+	return p.waitForAlert(ctx, name, labels, promv1.AlertStateFiring)
+}
+
+// WaitForActiveAlert waits until an alert named name whose labels include labels is pending or
+// firing, and returns it: the rule's expression matched, whatever its `for` duration.
+func (p *Prometheus) WaitForActiveAlert(ctx context.Context, name string, labels map[string]string) (promv1.Alert, error) {
+	return p.waitForAlert(ctx, name, labels, promv1.AlertStatePending, promv1.AlertStateFiring)
+}
+
+// waitForAlert waits for a matching alert in one of states.
+func (p *Prometheus) waitForAlert(ctx context.Context, name string, labels map[string]string, states ...promv1.AlertState) (promv1.Alert, error) {
 	var (
 		found promv1.Alert
 		seen  []string
@@ -98,7 +110,7 @@ func (p *Prometheus) WaitForAlert(ctx context.Context, name string, labels map[s
 		seen = seen[:0]
 		for _, a := range res.Alerts {
 			seen = append(seen, fmt.Sprintf("%s %s", a.Labels, a.State))
-			if a.State == promv1.AlertStateFiring && alertMatches(a, name, labels) {
+			if slices.Contains(states, a.State) && alertMatches(a, name, labels) {
 				found = a
 				return true
 			}
@@ -107,7 +119,7 @@ func (p *Prometheus) WaitForAlert(ctx context.Context, name string, labels map[s
 	})
 	if err != nil {
 		sort.Strings(seen)
-		return promv1.Alert{}, fmt.Errorf("wait for alert %q %v firing: %w (active alerts: %s)", name, labels, err, strings.Join(seen, "; "))
+		return promv1.Alert{}, fmt.Errorf("wait for alert %q %v %v: %w (active alerts: %s)", name, labels, states, err, strings.Join(seen, "; "))
 	}
 	return found, nil
 }

@@ -22,6 +22,9 @@ const healthyRules = `groups:
           severity: info
         annotations:
           summary: Fires from the first evaluation on.
+      - alert: PendingForAnHour
+        expr: vector(1)
+        for: 1h
 `
 
 // failingRules fails at every evaluation, not at load time: the right-hand side has two series
@@ -82,6 +85,21 @@ func TestPrometheus(t *testing.T) {
 		_, err := prom.WaitForAlert(short, "AlwaysFiring", map[string]string{"severity": "critical"})
 		if err == nil || !strings.Contains(err.Error(), `severity="info"`) {
 			t.Errorf("got %v, want a timeout listing the active AlwaysFiring{severity=\"info\"}", err)
+		}
+	})
+
+	t.Run("an alert waiting out its for duration is active but not firing", func(t *testing.T) {
+		a, err := prom.WaitForActiveAlert(ctx, "PendingForAnHour", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.State != "pending" {
+			t.Errorf("state %q, want pending", a.State)
+		}
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		if _, err := prom.WaitForAlert(short, "PendingForAnHour", nil); err == nil {
+			t.Error("WaitForAlert found PendingForAnHour firing")
 		}
 	})
 

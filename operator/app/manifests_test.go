@@ -92,16 +92,27 @@ func TestManifestsAreValidAndTheRBACIsEnough(t *testing.T) {
 	// Apply in kustomize's legacy order: namespaces and CRDs before what lives in them.
 	sort.SliceStable(objs, func(i, j int) bool { return kindOrder(objs[i].GetKind()) < kindOrder(objs[j].GetKind()) })
 	_, err := testClient.RESTMapper().RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"})
-	hasServiceMonitorCRD := err == nil
+	hasMonitoringCRDs := err == nil
+	// The tree also holds loopwatch's monitoring (PrometheusRule and dashboard ConfigMaps in
+	// "monitoring", the audit exporter in "loopwatch"): create the namespaces objects live in.
+	for _, u := range objs {
+		if n := u.GetNamespace(); n != "" {
+			ns := &corev1.Namespace{}
+			ns.Name = n
+			if err := testClient.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Errorf("create namespace %s: %v", n, err)
+			}
+		}
+	}
 	for _, u := range objs {
 		switch u.GetKind() {
 		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "CustomResourceDefinition":
 			if err := testClient.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Errorf("create %s %s: %v", u.GetKind(), u.GetName(), err)
 			}
-		case "ServiceMonitor":
-			if !hasServiceMonitorCRD {
-				t.Logf("ServiceMonitor CRD not installed; not checking %s", u.GetName())
+		case "ServiceMonitor", "PrometheusRule":
+			if !hasMonitoringCRDs {
+				t.Errorf("prometheus-operator CRDs not installed; cannot check %s %s", u.GetKind(), u.GetName())
 				continue
 			}
 			fallthrough
