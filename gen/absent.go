@@ -19,7 +19,7 @@ func (b *builder) workqueueMetricsMissingAlert() []Rule {
 
 // controllerMetricsMissingAlert fires when a target that should be a controller is up but
 // exports no controller-runtime reconcile metrics (a registry mix-up, a controller that never
-// started).
+// started). Standby replicas of a leader-elected manager are expected to have none.
 func (b *builder) controllerMetricsMissingAlert() []Rule {
 	a := b.cfg.Alerts.ControllerMetricsMissing
 	s := b.selector("controllerTargets")
@@ -27,7 +27,11 @@ func (b *builder) controllerMetricsMissingAlert() []Rule {
 	expr := lines(
 		sel("up", s)+" == 1",
 		"unless on ("+on+")",
-		"count by ("+on+") ("+sel("controller_runtime_reconcile_total", s)+")")
+		"count by ("+on+") ("+sel("controller_runtime_reconcile_total", s)+")",
+		// controller-runtime starts controllers, and creates their metrics, only on the leader:
+		// a standby replica legitimately has none.
+		"unless on ("+on+")",
+		"max by ("+on+") ("+sel("leader_election_master_status", s)+") == 0")
 	return b.alert("controllerMetricsMissing", "ControllerMetricsMissing", a, expr,
 		"A controller target exports no controller-runtime metrics.",
 		"Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller_runtime_reconcile_total: its controllers did not start, or their metrics go to another registry.")

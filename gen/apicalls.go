@@ -3,25 +3,26 @@ package gen
 // apiCallsPerReconcileAlert fires when reconciles make many API calls each (seed 000: 50 calls
 // where 2 would do). Where a controller is instrumented with loopwatch's instrument package the
 // ratio is per controller; elsewhere it falls back to the process's client-go requests per
-// reconcile (which also counts informer lists and watches). A controller that made calls but did
-// not reconcile in the window (a runnable, a restart) would divide by zero: +Inf is not a ratio,
-// so the denominators only keep controllers that reconciled.
+// reconcile (which also counts informer lists, watches and lease renewals). The denominators keep
+// only controllers that reconcile at least minReconcilesPerSecond: a process's background
+// requests divided by a rare reconcile (or by none: +Inf) is not an N+1 pattern.
 func (b *builder) apiCallsPerReconcileAlert() []Rule {
 	a := b.cfg.Alerts.APICallsPerReconcile
 	s := b.selector("controller")
 	threshold := b.p.G("apiCallsPerReconcileThreshold", a.Threshold)
+	minRate := b.p.G("apiCallsPerReconcileMinReconcilesPerSecond", a.MinReconcilesPerSecond)
 	expr := lines(
 		"(",
 		"  "+sumBy(levelController, recAPIRequests),
 		"  /",
-		"  "+paren(sumBy(levelController, recReconcileByResult)+" > 0"),
+		"  "+paren(sumBy(levelController, recReconcileByResult)+" > "+minRate),
 		") > "+threshold,
 		"or",
 		"(",
 		"  (",
 		"    "+sumBy(levelTarget, recClientRequests),
 		"    /",
-		"    "+paren(sumBy(levelTarget, rate(sel("controller_runtime_reconcile_total", s), "5m"))+" > 0"),
+		"    "+paren(sumBy(levelTarget, rate(sel("controller_runtime_reconcile_total", s), "5m"))+" > "+minRate),
 		"  ) > "+threshold,
 		"  unless on ("+levelJob.by()+")",
 		"  "+recAPIRequests,

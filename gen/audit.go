@@ -49,7 +49,7 @@ func (b *builder) auditAlerts() []Rule {
 	add(b.alert("hotObject", "HotObject", a.HotObject.Common,
 		maxBy(levelAuditObject.with("actor"), sel("loopwatch_audit_hot_object_writes_per_second", s))+" > "+b.p.G("hotObjectThreshold", a.HotObject.Threshold),
 		"One actor rewrites one object at a high rate.",
-		"{{ $labels.actor }} writes "+whereObject+" {{ $value | humanize }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself (seed 002)."))
+		"{{ $labels.actor }} writes "+whereObject+" {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself (seed 002)."))
 
 	add(b.alert("replicaRace", "ReplicaRace", a.ReplicaRace.Common,
 		maxBy(levelAuditObject.with("actor"), sel("loopwatch_audit_replica_race_pods", s))+" >= "+b.p.G("replicaRaceThreshold", a.ReplicaRace.Threshold),
@@ -59,12 +59,12 @@ func (b *builder) auditAlerts() []Rule {
 	add(b.alert("conflictStorm", "ConflictStorm", a.ConflictStorm.Common,
 		recAuditConflicts+" > "+b.p.G("conflictStormThreshold", a.ConflictStorm.Threshold),
 		"An actor's writes are rejected with 409 Conflict at a high rate.",
-		"{{ $labels.actor }} gets {{ $value | humanize }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects."))
+		"{{ $labels.actor }} gets {{ $value | printf \"%.2f\" }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects."))
 
 	add(b.alert("relistStorm", "RelistStorm", a.RelistStorm.Common,
 		sumBy(levelActor, recAuditReads+`{verb="list"}`)+" > "+b.p.G("relistStormThreshold", a.RelistStorm.Threshold),
 		"An actor lists a resource at a high rate.",
-		"{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | humanize }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server (seed 004). Needs an audit policy that records list at Metadata level."))
+		"{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server (seed 004). Needs an audit policy that records list at Metadata level."))
 
 	notReceiving := lines(
 		sumBy(levelExporter, rate(sel("loopwatch_audit_batches_total", s), "10m"))+" == 0",
@@ -83,11 +83,11 @@ func (b *builder) auditAlerts() []Rule {
 	add(b.alert("exporterDropping", "AuditExporterDropping", a.ExporterDropping.Common,
 		dropping,
 		"The audit exporter rejects or drops audit data.",
-		"The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | humanize }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it."))
+		"The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it."))
 
 	add(b.alert("auditWebhookErrors", "AuditWebhookErrors", a.AuditWebhookErrors.Common,
 		sumBy(levelAPIServer, rate(sel("apiserver_audit_error_total", b.selector("apiserver"), `plugin=~"webhook|buffered"`), "5m"))+" > "+b.p.G("auditWebhookErrorsThreshold", a.AuditWebhookErrors.Threshold),
 		"The API server fails to deliver audit events.",
-		"kube-apiserver {{ $labels.instance }} drops {{ $value | humanize }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps."))
+		"kube-apiserver {{ $labels.instance }} drops {{ $value | printf \"%.2f\" }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps."))
 	return rules
 }

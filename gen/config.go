@@ -154,14 +154,23 @@ type HotLoopAlert struct {
 	Common `json:",inline"`
 	// ReconcilesPerSecond is the reconcile rate above which a controller may be hot-looping.
 	ReconcilesPerSecond float64 `json:"reconcilesPerSecond"`
-	// WritesPerSecond is the write (POST, PUT, PATCH, DELETE) rate of the controller's process
-	// above which the loop is costly.
+	// WritesPerSecond is the write rate above which the loop is costly: the controller's own
+	// writes where it is instrumented, its process's POST, PUT, PATCH and DELETE otherwise.
 	WritesPerSecond float64 `json:"writesPerSecond"`
 	// FastSeconds: a mean reconcile time under this is "too fast" (seed 002: p50 of 2 ms).
 	FastSeconds float64 `json:"fastSeconds"`
 	// FasterThanUsual: a mean reconcile time this many times lower than the controller's own
 	// average of the last day is also "too fast".
 	FasterThanUsual float64 `json:"fasterThanUsual"`
+}
+
+// CallsPerReconcileAlert fires when reconciles make more than Threshold API calls each.
+type CallsPerReconcileAlert struct {
+	Common    `json:",inline"`
+	Threshold float64 `json:"threshold"`
+	// MinReconcilesPerSecond ignores controllers that hardly reconcile: a process's background
+	// requests (lease renewals every 2s) divided by a reconcile every few minutes is not N+1.
+	MinReconcilesPerSecond float64 `json:"minReconcilesPerSecond"`
 }
 
 // BurnRateAlerts are the multi-window, multi-burn-rate alerts on an error budget.
@@ -183,7 +192,7 @@ type Alerts struct {
 	ReconcileErrors          ThresholdAlert      `json:"reconcileErrors"`
 	PatchRate                ThresholdAlert      `json:"patchRate"`
 	HotLoop                  HotLoopAlert        `json:"hotLoop"`
-	APICallsPerReconcile     ThresholdAlert      `json:"apiCallsPerReconcile"`
+	APICallsPerReconcile     CallsPerReconcileAlert `json:"apiCallsPerReconcile"`
 	FinalizerStuck           ThresholdAlert      `json:"finalizerStuck"`
 	WorkqueueMetricsMissing  Common              `json:"workqueueMetricsMissing"`
 	ControllerMetricsMissing Common              `json:"controllerMetricsMissing"`
@@ -230,7 +239,7 @@ func Default() Config {
 			ReconcileErrors:          ThresholdAlert{Common: common(SeverityWarning, "15m"), Threshold: 0.1},
 			PatchRate:                ThresholdAlert{Common: common(SeverityWarning, "15m"), Threshold: 10},
 			HotLoop:                  HotLoopAlert{Common: common(SeverityWarning, "15m"), ReconcilesPerSecond: 1, WritesPerSecond: 1, FastSeconds: 0.01, FasterThanUsual: 10},
-			APICallsPerReconcile:     ThresholdAlert{Common: common(SeverityWarning, "15m"), Threshold: 20},
+			APICallsPerReconcile:     CallsPerReconcileAlert{Common: common(SeverityWarning, "15m"), Threshold: 20, MinReconcilesPerSecond: 0.1},
 			FinalizerStuck:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 300},
 			WorkqueueMetricsMissing:  common(SeverityWarning, "15m"),
 			ControllerMetricsMissing: common(SeverityWarning, "15m"),
@@ -334,7 +343,9 @@ func (c Config) Validate() error {
 	v.threshold("alerts.reconcileErrors", a.ReconcileErrors, ratio)
 	v.threshold("alerts.patchRate", a.PatchRate, positive)
 	v.hotLoop("alerts.hotLoop", a.HotLoop)
-	v.threshold("alerts.apiCallsPerReconcile", a.APICallsPerReconcile, positive)
+	v.common("alerts.apiCallsPerReconcile", a.APICallsPerReconcile.Common)
+	v.number("alerts.apiCallsPerReconcile.threshold", a.APICallsPerReconcile.Threshold, positive)
+	v.number("alerts.apiCallsPerReconcile.minReconcilesPerSecond", a.APICallsPerReconcile.MinReconcilesPerSecond, nonNegative)
 	v.threshold("alerts.finalizerStuck", a.FinalizerStuck, positive)
 	v.common("alerts.workqueueMetricsMissing", a.WorkqueueMetricsMissing)
 	v.common("alerts.controllerMetricsMissing", a.ControllerMetricsMissing)

@@ -1,12 +1,26 @@
 package gen
 
 // hotLoopAlert fires when a controller reconciles often, its reconciles finish much faster than
-// usual (or absurdly fast), and its process writes: seed 002's time.Now() annotation that
+// usual (or absurdly fast), and it writes: seed 002's time.Now() annotation that
 // re-triggers every reconcile. All three are needed: a busy healthy controller writes too, but
 // does real work per reconcile.
 func (b *builder) hotLoopAlert() []Rule {
 	a := b.cfg.Alerts.HotLoop
-	writes := sumBy(levelJob, recClientRequests+`{method=~"POST|PUT|PATCH|DELETE"}`)
+	// Writes of the controller itself where it is instrumented (loopwatch's instrument package);
+	// otherwise the writes of its whole process, spread to each of its controllers.
+	jobWrites := sumBy(levelJob, recClientRequests+`{method=~"POST|PUT|PATCH|DELETE"}`)
+	writes := lines(
+		"(",
+		"  "+sumBy(levelController, recAPIRequests+`{access="write"}`),
+		"  or",
+		"  (",
+		"    "+sumBy(levelController, recReconcileByResult)+" * 0",
+		"    + on ("+levelJob.by()+") group_left ()",
+		"    "+jobWrites,
+		"    unless on ("+levelJob.by()+")",
+		"    "+recAPIRequests,
+		"  )",
+		")")
 	expr := lines(
 		sumBy(levelController, recReconcileByResult)+" > "+b.p.G("hotLoopReconcilesPerSecond", a.ReconcilesPerSecond),
 		"and on ("+levelController.by()+")",
@@ -15,9 +29,9 @@ func (b *builder) hotLoopAlert() []Rule {
 		"  or",
 		"  "+recReconcileMean+" < avg_over_time("+recReconcileMean+"[1d]) / "+b.p.G("hotLoopFasterThanUsual", a.FasterThanUsual),
 		")",
-		"and on ("+levelJob.by()+")",
+		"and on ("+levelController.by()+")",
 		writes+" > "+b.p.G("hotLoopWritesPerSecond", a.WritesPerSecond))
 	return b.alert("hotLoop", "HotLoop", a.Common, expr,
 		"A controller looks stuck in a reconcile hot loop.",
-		"The "+whereController+" reconciles {{ $value | humanize }} times per second, each much faster than usual, while its process keeps writing. A write that triggers its own watch event (an annotation with a timestamp, a status that always changes) re-queues the object forever.")
+		"The "+whereController+" reconciles {{ $value | printf \"%.2f\" }} times per second, each much faster than usual, while its process keeps writing. A write that triggers its own watch event (an annotation with a timestamp, a status that always changes) re-queues the object forever.")
 }

@@ -8,5 +8,5 @@ func (b *builder) patchRateAlert() []Rule {
 	expr := recClientRequests + `{method="PATCH"} > ` + b.p.G("patchRateThreshold", a.Threshold)
 	return b.alert("patchRate", "PatchRateHigh", a.Common, expr,
 		"A controller sends PATCH requests at a high rate.",
-		"The "+whereTarget+" sends {{ $value | humanize }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy: compare with the audit exporter's writes by actor.")
+		"The "+whereTarget+" sends {{ $value | printf \"%.2f\" }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy: compare with the audit exporter's writes by actor.")
 }

@@ -67,25 +67,25 @@
             'for': "%(patchRateFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) sends {{ $value | humanize }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy: compare with the audit exporter's writes by actor.",
+              description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) sends {{ $value | printf \"%.2f\" }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy: compare with the audit exporter's writes by actor.",
               runbook_url: "%(runbookBaseURL)sLoopwatchPatchRateHigh.md" % $._config,
               summary: "A controller sends PATCH requests at a high rate.",
             },
           },
           {
             alert: "LoopwatchHotLoop",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(hotLoopReconcilesPerSecond)g\nand on (%(clusterLabel)s, namespace, job, controller)\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m < %(hotLoopFastSeconds)g\n  or\n  cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m < avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m[1d]) / %(hotLoopFasterThanUsual)g\n)\nand on (%(clusterLabel)s, namespace, job)\nsum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=~\"POST|PUT|PATCH|DELETE\"}) > %(hotLoopWritesPerSecond)g" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(hotLoopReconcilesPerSecond)g\nand on (%(clusterLabel)s, namespace, job, controller)\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m < %(hotLoopFastSeconds)g\n  or\n  cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m < avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m[1d]) / %(hotLoopFasterThanUsual)g\n)\nand on (%(clusterLabel)s, namespace, job, controller)\n(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m{access=\"write\"})\n  or\n  (\n    sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) * 0\n    + on (%(clusterLabel)s, namespace, job) group_left ()\n    sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=~\"POST|PUT|PATCH|DELETE\"})\n    unless on (%(clusterLabel)s, namespace, job)\n    cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n  )\n) > %(hotLoopWritesPerSecond)g" % $._config,
             'for': "%(hotLoopFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} reconciles {{ $value | humanize }} times per second, each much faster than usual, while its process keeps writing. A write that triggers its own watch event (an annotation with a timestamp, a status that always changes) re-queues the object forever.",
+              description: "The controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} reconciles {{ $value | printf \"%.2f\" }} times per second, each much faster than usual, while its process keeps writing. A write that triggers its own watch event (an annotation with a timestamp, a status that always changes) re-queues the object forever.",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotLoop.md" % $._config,
               summary: "A controller looks stuck in a reconcile hot loop.",
             },
           },
           {
             alert: "LoopwatchAPICallsPerReconcileHigh",
-            expr: "(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m)\n  /\n  (sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > 0)\n) > %(apiCallsPerReconcileThreshold)g\nor\n(\n  (\n    sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_method:rest_client_requests:rate5m)\n    /\n    (sum by (%(clusterLabel)s, namespace, job, pod) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m])) > 0)\n  ) > %(apiCallsPerReconcileThreshold)g\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
+            expr: "(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m)\n  /\n  (sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n) > %(apiCallsPerReconcileThreshold)g\nor\n(\n  (\n    sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_method:rest_client_requests:rate5m)\n    /\n    (sum by (%(clusterLabel)s, namespace, job, pod) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m])) > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n  ) > %(apiCallsPerReconcileThreshold)g\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
             'for': "%(apiCallsPerReconcileFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
@@ -118,7 +118,7 @@
           },
           {
             alert: "LoopwatchControllerMetricsMissing",
-            expr: "up{%(controllerTargetsSelector)s} == 1\nunless on (%(clusterLabel)s, job, instance)\ncount by (%(clusterLabel)s, job, instance) (controller_runtime_reconcile_total{%(controllerTargetsSelector)s})" % $._config,
+            expr: "up{%(controllerTargetsSelector)s} == 1\nunless on (%(clusterLabel)s, job, instance)\ncount by (%(clusterLabel)s, job, instance) (controller_runtime_reconcile_total{%(controllerTargetsSelector)s})\nunless on (%(clusterLabel)s, job, instance)\nmax by (%(clusterLabel)s, job, instance) (leader_election_master_status{%(controllerTargetsSelector)s}) == 0" % $._config,
             'for': "%(controllerMetricsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
@@ -217,7 +217,7 @@
             'for': "%(hotObjectFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | humanize }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself (seed 002).",
+              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself (seed 002).",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotObject.md" % $._config,
               summary: "One actor rewrites one object at a high rate.",
             },
@@ -239,7 +239,7 @@
             'for': "%(conflictStormFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} gets {{ $value | humanize }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects.",
+              description: "{{ $labels.actor }} gets {{ $value | printf \"%.2f\" }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects.",
               runbook_url: "%(runbookBaseURL)sLoopwatchConflictStorm.md" % $._config,
               summary: "An actor's writes are rejected with 409 Conflict at a high rate.",
             },
@@ -250,7 +250,7 @@
             'for': "%(relistStormFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | humanize }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server (seed 004). Needs an audit policy that records list at Metadata level.",
+              description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server (seed 004). Needs an audit policy that records list at Metadata level.",
               runbook_url: "%(runbookBaseURL)sLoopwatchRelistStorm.md" % $._config,
               summary: "An actor lists a resource at a high rate.",
             },
@@ -272,7 +272,7 @@
             'for': "%(exporterDroppingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | humanize }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it.",
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterDropping.md" % $._config,
               summary: "The audit exporter rejects or drops audit data.",
             },
@@ -283,7 +283,7 @@
             'for': "%(auditWebhookErrorsFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
-              description: "kube-apiserver {{ $labels.instance }} drops {{ $value | humanize }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps.",
+              description: "kube-apiserver {{ $labels.instance }} drops {{ $value | printf \"%.2f\" }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditWebhookErrors.md" % $._config,
               summary: "The API server fails to deliver audit events.",
             },

@@ -2,6 +2,7 @@
 {
   _config+:: {
     apiCallsPerReconcileFor: "15m",
+    apiCallsPerReconcileMinReconcilesPerSecond: 0.1,
     apiCallsPerReconcileThreshold: 20,
     apiserverSelector: "job=\"apiserver\"",
     auditDashboardUID: "loopwatch-audit",

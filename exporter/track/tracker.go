@@ -71,8 +71,10 @@ type Tracker struct {
 
 	fightWindow, hotWindow, raceWindow uint32
 
-	obs     Observation
-	scratch []bool
+	// obs is the observation handed to the sink; counts marks the events of the batch being
+	// observed that count. Both are reused from batch to batch.
+	obs    Observation
+	counts []bool
 }
 
 // New returns a tracker reporting to sink.
@@ -113,14 +115,14 @@ func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) b
 	t.maybeDecay(now)
 	// skip runs over the whole batch first, in a loop of its own: a deduplicator's lookups are
 	// cache misses, and back to back the processor overlaps them instead of waiting for each.
-	use := t.scratch[:0]
+	counts := t.counts[:0]
 	for i := range events {
 		ev := &events[i]
-		use = append(use, ev.Counts() && (skip == nil || !skip(ev)))
+		counts = append(counts, ev.Counts() && (skip == nil || !skip(ev)))
 	}
-	t.scratch = use
+	t.counts = counts
 	for i := range events {
-		if use[i] {
+		if counts[i] {
 			t.observe(&events[i], now)
 			counted++
 		}

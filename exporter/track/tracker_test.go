@@ -1,6 +1,7 @@
 package track
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -230,5 +231,37 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 	if _, err := New(Config{}, nil); err == nil {
 		t.Fatal("nil sink accepted")
+	}
+}
+
+func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
+	clock := &fakeClock{now: t0}
+	// Fewer offender slots than hot objects, so that the offender table churns as well.
+	tr, err := New(Config{MaxOffenders: 8, HotWrites: 2, Now: clock.Now}, &labelSink{labels: map[string]struct{}{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []decode.Event
+	for i := range 400 {
+		// Objects 0-19 are rewritten by one actor (hot objects), 20-39 by two in turn (fights).
+		w := write{actor: "hot-writer", name: fmt.Sprintf("cm-%d", i%40), at: time.Duration(i) * time.Millisecond}
+		if i%40 >= 20 {
+			w.actor = fmt.Sprintf("sa-%d", i/40%2)
+		}
+		if i%5 == 1 {
+			w.code = 409
+		}
+		batch = append(batch, w.event())
+	}
+	skip := func(*decode.Event) bool { return false }
+	tr.ObserveBatch(batch, skip) // warm up: sink maps, names, offender tables
+	allocs := testing.AllocsPerRun(20, func() {
+		tr.ObserveBatch(batch, skip)
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per 400-event batch at steady state, want 0", allocs)
+	}
+	if len(tr.HotObjects()) == 0 || len(tr.Fights()) == 0 {
+		t.Fatal("no hot objects or fights: the batch does not exercise the offender tables")
 	}
 }

@@ -80,7 +80,7 @@ func TestPrometheus(t *testing.T) {
 	})
 
 	t.Run("an alert whose labels differ is not reported firing", func(t *testing.T) {
-		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		short, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		_, err := prom.WaitForAlert(short, "AlwaysFiring", map[string]string{"severity": "critical"})
 		if err == nil || !strings.Contains(err.Error(), `severity="info"`) {
