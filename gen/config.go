@@ -185,29 +185,29 @@ type BurnRateAlerts struct {
 
 // Alerts holds the settings of every alert loopwatch generates.
 type Alerts struct {
-	QueueBacklog             BacklogAlert        `json:"queueBacklog"`
-	QueueWait                HistogramShareAlert `json:"queueWait"`
-	ReconcileLatency         HistogramShareAlert `json:"reconcileLatency"`
-	ProcessorStuck           ThresholdAlert      `json:"processorStuck"`
-	ReconcileErrors          ThresholdAlert      `json:"reconcileErrors"`
-	PatchRate                ThresholdAlert      `json:"patchRate"`
-	HotLoop                  HotLoopAlert        `json:"hotLoop"`
+	QueueBacklog             BacklogAlert           `json:"queueBacklog"`
+	QueueWait                HistogramShareAlert    `json:"queueWait"`
+	ReconcileLatency         HistogramShareAlert    `json:"reconcileLatency"`
+	ProcessorStuck           ThresholdAlert         `json:"processorStuck"`
+	ReconcileErrors          ThresholdAlert         `json:"reconcileErrors"`
+	PatchRate                ThresholdAlert         `json:"patchRate"`
+	HotLoop                  HotLoopAlert           `json:"hotLoop"`
 	APICallsPerReconcile     CallsPerReconcileAlert `json:"apiCallsPerReconcile"`
-	FinalizerStuck           ThresholdAlert      `json:"finalizerStuck"`
-	WorkqueueMetricsMissing  Common              `json:"workqueueMetricsMissing"`
-	ControllerMetricsMissing Common              `json:"controllerMetricsMissing"`
-	LeaderMissing            Common              `json:"leaderMissing"`
-	LeaderMultiple           Common              `json:"leaderMultiple"`
-	LeaderFlapping           ThresholdAlert      `json:"leaderFlapping"`
-	ErrorBudgetBurn          BurnRateAlerts      `json:"errorBudgetBurn"`
-	WriteFight               ThresholdAlert      `json:"writeFight"`
-	HotObject                ThresholdAlert      `json:"hotObject"`
-	ReplicaRace              ThresholdAlert      `json:"replicaRace"`
-	ConflictStorm            ThresholdAlert      `json:"conflictStorm"`
-	RelistStorm              ThresholdAlert      `json:"relistStorm"`
-	ExporterNotReceiving     Common              `json:"exporterNotReceiving"`
-	ExporterDropping         ThresholdAlert      `json:"exporterDropping"`
-	AuditWebhookErrors       ThresholdAlert      `json:"auditWebhookErrors"`
+	FinalizerStuck           ThresholdAlert         `json:"finalizerStuck"`
+	WorkqueueMetricsMissing  Common                 `json:"workqueueMetricsMissing"`
+	ControllerMetricsMissing Common                 `json:"controllerMetricsMissing"`
+	LeaderMissing            Common                 `json:"leaderMissing"`
+	LeaderMultiple           Common                 `json:"leaderMultiple"`
+	LeaderFlapping           ThresholdAlert         `json:"leaderFlapping"`
+	ErrorBudgetBurn          BurnRateAlerts         `json:"errorBudgetBurn"`
+	WriteFight               ThresholdAlert         `json:"writeFight"`
+	HotObject                ThresholdAlert         `json:"hotObject"`
+	ReplicaRace              ThresholdAlert         `json:"replicaRace"`
+	ConflictStorm            ThresholdAlert         `json:"conflictStorm"`
+	RelistStorm              ThresholdAlert         `json:"relistStorm"`
+	ExporterNotReceiving     Common                 `json:"exporterNotReceiving"`
+	ExporterDropping         ThresholdAlert         `json:"exporterDropping"`
+	AuditWebhookErrors       ThresholdAlert         `json:"auditWebhookErrors"`
 }
 
 func common(sev Severity, forDur string) Common {
