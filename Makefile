@@ -35,7 +35,7 @@ lint: ## gofmt and go vet.
 
 .PHONY: test-rules
 test-rules: $(BIN)/promtool ## promtool check + unit tests of the generated rules.
-	$(BIN)/promtool check rules rules/*.yaml
+	$(BIN)/promtool check rules rules/loopwatch.rules.yaml
 	$(BIN)/promtool test rules testrules/*.yaml
 
 .PHONY: test
