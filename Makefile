@@ -16,17 +16,26 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: generate
-generate: ## Rebuild rules/, dashboards/ and jsonnet/ from the model (gen/).
+generate: generate-operator ## Rebuild rules/, dashboards/ and jsonnet/ from the model (gen/), and the operator's generated code.
 	$(GO) run ./cmd/loopwatch gen --out .
 
+.PHONY: generate-operator
+generate-operator: $(BIN)/controller-gen ## Regenerate the operator's deepcopy, CRDs and RBAC role with controller-gen.
+	$(BIN)/controller-gen object paths=./operator/api/...
+	$(BIN)/controller-gen crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
+	$(BIN)/controller-gen rbac:roleName=backup-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
+
 .PHONY: check-generated
-check-generated: ## Fail when the committed generated files differ from what the generator writes.
+check-generated: $(BIN)/controller-gen ## Fail when the committed generated files differ from what the generators write.
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(GO) run ./cmd/loopwatch gen --out "$$tmp"; \
 	for d in rules dashboards jsonnet; do \
 	  [ -d "$$tmp/$$d" ] || continue; \
 	  diff -r "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
-	done; echo "generated files are fresh"
+	done
+	@$(MAKE) -s generate-operator
+	@git diff --exit-code --stat -- operator/api operator/config || { echo "operator's generated code is stale: run 'make generate' and commit" >&2; exit 1; }
+	@echo "generated files are fresh"
 
 .PHONY: lint
 lint: ## gofmt and go vet.

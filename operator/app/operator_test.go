@@ -10,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -257,8 +258,14 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(archive); !os.IsNotExist(err) || n != 1 {
+	// Usually one archive is orphaned; on a loaded machine the Backup may have taken a second
+	// snapshot before its deletion. What matters: the orphans are gone, none is left behind.
+	if _, err := os.Stat(archive); !os.IsNotExist(err) || n < 1 {
 		t.Errorf("orphan collector deleted %d archives and left %s (%v)", n, archive, err)
+	}
+	left, err := filepath.Glob(filepath.Join(filepath.Dir(archive), "*.tar.gz"))
+	if err != nil || len(left) > 0 {
+		t.Errorf("archives left after the orphan sweep: %v (%v)", left, err)
 	}
 }
 
