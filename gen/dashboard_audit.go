@@ -81,7 +81,7 @@ func (b *builder) exporterDashboard() Dashboard {
 				description: "duplicate: a retried batch (deduplicated on auditID and stage).",
 				targets:     []targetSpec{{expr: sumByLabels([]string{"outcome"}, r("loopwatch_audit_events_total")), legend: "{{outcome}}"}}},
 			{title: "Seconds since the last batch", unit: "s",
-				targets: []targetSpec{{expr: "time() - max " + by("pod") + " (" + sel("loopwatch_audit_last_batch_timestamp_seconds", ex, cluster) + ")", legend: "{{pod}}"}}},
+				targets: []targetSpec{{expr: "time() - " + aggregate("max", []string{"pod"}, sel("loopwatch_audit_last_batch_timestamp_seconds", ex, cluster)), legend: "{{pod}}"}}},
 			{title: "Dropped events", unit: "ops",
 				targets: []targetSpec{{expr: sumByLabels([]string{"reason"}, r("loopwatch_audit_dropped_events_total")), legend: "{{reason}}"}}},
 			{title: "Batch decode time", unit: "s",

@@ -1,7 +1,5 @@
 package gen
 
-import "strings"
-
 // The controller overview dashboard: one panel for every controller-runtime signal the alerts
 // watch, filtered by cluster, namespace, job and controller.
 
@@ -26,12 +24,6 @@ func (f filters) series(metric string, perController bool, extra ...string) stri
 
 func (f filters) rate(metric string, perController bool, extra ...string) string {
 	return rate(f.series(metric, perController, extra...), "$__rate_interval")
-}
-
-func by(labels ...string) string { return "by (" + strings.Join(labels, ", ") + ")" }
-
-func sumByLabels(labels []string, expr string) string {
-	return "sum " + by(labels...) + " (" + expr + ")"
 }
 
 func quantileTargets(f filters, histogram string, perController bool) []targetSpec {
@@ -75,7 +67,7 @@ func (b *builder) controllerDashboard() Dashboard {
 				targets:     []targetSpec{{expr: sumByLabels(c, f.rate("workqueue_retries_total", true)), legend: "{{controller}}"}}},
 			{title: "Longest running processor", unit: "s",
 				description: "How long the oldest in-flight reconcile has been running (a gauge).",
-				targets:     []targetSpec{{expr: "max " + by("controller") + " (" + f.series("workqueue_longest_running_processor_seconds", true) + ")", legend: "{{controller}}"}}},
+				targets:     []targetSpec{{expr: aggregate("max", []string{"controller"}, f.series("workqueue_longest_running_processor_seconds", true)), legend: "{{controller}}"}}},
 			{title: "Queue wait", kind: kindHeatmap, unit: "s",
 				description: "Time items spent in the queue before a worker picked them up.",
 				targets:     heatmapTarget(f, "workqueue_queue_duration_seconds")},
@@ -103,11 +95,11 @@ func (b *builder) controllerDashboard() Dashboard {
 				description: "Workers busy all the time mean the controller is saturated.",
 				targets: []targetSpec{
 					{expr: sumByLabels(c, f.series("controller_runtime_active_workers", true)), legend: "{{controller}} active"},
-					{expr: "max " + by("controller") + " (" + f.series("controller_runtime_max_concurrent_reconciles", true) + ")", legend: "{{controller}} max"},
+					{expr: aggregate("max", []string{"controller"}, f.series("controller_runtime_max_concurrent_reconciles", true)), legend: "{{controller}} max"},
 				}},
 			{title: "Oldest object waiting on a finalizer", unit: "s",
 				description: "From loopwatch's instrument package; empty for uninstrumented controllers.",
-				targets:     []targetSpec{{expr: "max " + by("controller", "finalizer") + " (" + f.series("loopwatch_controller_finalizer_oldest_pending_seconds", true) + ")", legend: "{{controller}} {{finalizer}}"}}},
+				targets:     []targetSpec{{expr: aggregate("max", []string{"controller", "finalizer"}, f.series("loopwatch_controller_finalizer_oldest_pending_seconds", true)), legend: "{{controller}} {{finalizer}}"}}},
 		}},
 		{title: "API requests", panels: []panelSpec{
 			{title: "Client requests by method and code", unit: "reqps",

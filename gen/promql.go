@@ -23,14 +23,22 @@ func sel(metric string, matchers ...string) string {
 // rate returns rate(series[window]).
 func rate(series, window string) string { return "rate(" + series + "[" + window + "])" }
 
+// aggregate returns op by (labels) (expr): every aggregation names the labels it keeps.
+func aggregate(op string, labels []string, expr string) string {
+	return op + " by (" + strings.Join(labels, ", ") + ") (" + expr + ")"
+}
+
 // sumBy returns sum by (level) (expr).
-func sumBy(l level, expr string) string { return "sum by (" + l.by() + ") (" + expr + ")" }
+func sumBy(l level, expr string) string { return aggregate("sum", l.labels, expr) }
 
 // maxBy returns max by (level) (expr).
-func maxBy(l level, expr string) string { return "max by (" + l.by() + ") (" + expr + ")" }
+func maxBy(l level, expr string) string { return aggregate("max", l.labels, expr) }
 
 // countBy returns count by (level) (expr).
-func countBy(l level, expr string) string { return "count by (" + l.by() + ") (" + expr + ")" }
+func countBy(l level, expr string) string { return aggregate("count", l.labels, expr) }
+
+// sumByLabels returns sum by (labels) (expr), for dashboard queries that aggregate per panel.
+func sumByLabels(labels []string, expr string) string { return aggregate("sum", labels, expr) }
 
 // paren wraps expr in parentheses.
 func paren(expr string) string { return "(" + expr + ")" }
