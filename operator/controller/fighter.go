@@ -35,18 +35,12 @@ func (f *Fighter) Start(ctx context.Context) error {
 		interval = time.Second
 	}
 	logger := log.FromContext(ctx).WithName("fighter")
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	every(ctx, interval, func(ctx context.Context) {
 		if err := f.round(ctx); err != nil {
 			logger.Error(err, "Fight round failed")
 		}
-	}
+	})
+	return nil
 }
 
 func (f *Fighter) round(ctx context.Context) error {

@@ -47,20 +47,14 @@ func (m *MassUpdater) NeedLeaderElection() bool { return true }
 // Start updates every Every until ctx is done.
 func (m *MassUpdater) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("mass-updater")
-	t := time.NewTicker(m.Every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	every(ctx, m.Every, func(ctx context.Context) {
 		n, err := m.round(ctx)
 		if err != nil {
 			logger.Error(err, "Mass update failed")
 		}
 		logger.Info("Mass-updated backups", "count", n)
-	}
+	})
+	return nil
 }
 
 func (m *MassUpdater) round(ctx context.Context) (int, error) {

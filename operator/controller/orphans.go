@@ -36,14 +36,7 @@ func (o *OrphanCollector) Start(ctx context.Context) error {
 		interval = 5 * time.Minute
 	}
 	logger := log.FromContext(ctx).WithName("orphan-collector")
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	every(ctx, interval, func(ctx context.Context) {
 		n, err := o.Sweep(ctx)
 		if err != nil {
 			logger.Error(err, "Orphan sweep failed; will retry")
@@ -51,7 +44,8 @@ func (o *OrphanCollector) Start(ctx context.Context) error {
 		if n > 0 {
 			logger.Info("Deleted orphaned archives", "count", n)
 		}
-	}
+	})
+	return nil
 }
 
 // Sweep deletes the orphaned archives of every store once and returns how many it deleted.
