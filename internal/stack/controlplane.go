@@ -36,7 +36,7 @@ type ControlPlaneOptions struct {
 type ControlPlane struct {
 	dir          string
 	host         string
-	ca           *certAuthority
+	ca           *CertAuthority
 	admin        *rest.Config
 	auditLogPath string
 	etcd         *process
@@ -130,7 +130,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		return fmt.Errorf("create pki directory: %w", err)
 	}
-	ca, err := newCertAuthority("loopwatch-test-ca")
+	ca, err := NewCertAuthority("loopwatch-test-ca")
 	if err != nil {
 		return err
 	}
@@ -139,11 +139,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	if err := os.WriteFile(caFile, ca.certPEM, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", caFile, err)
 	}
-	serving, err := ca.serving("kube-apiserver")
+	serving, err := ca.Serving("kube-apiserver")
 	if err != nil {
 		return err
 	}
-	servingCert, servingKey, err := serving.write(pki, "apiserver")
+	servingCert, servingKey, err := serving.Write(pki, "apiserver")
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func httpOK(ctx context.Context, client *http.Client, url string) error {
 // apiserver_audit_error_total), authenticating as the admin with files written into Dir.
 func (cp *ControlPlane) ScrapeTarget(job string) (ScrapeTarget, error) {
 	pki := filepath.Join(cp.dir, "pki")
-	certFile, keyFile, err := keyPair{CertPEM: cp.admin.CertData, KeyPEM: cp.admin.KeyData}.write(pki, "scraper")
+	certFile, keyFile, err := KeyPair{CertPEM: cp.admin.CertData, KeyPEM: cp.admin.KeyData}.Write(pki, "scraper")
 	if err != nil {
 		return ScrapeTarget{}, err
 	}

@@ -23,7 +23,7 @@ func (cp *ControlPlane) AdminConfig() *rest.Config { return rest.CopyConfig(cp.a
 // UserConfig returns a rest.Config authenticating as user with groups through a client
 // certificate the control plane's CA issues on the spot: audit events name exactly this user.
 func (cp *ControlPlane) UserConfig(user string, groups ...string) (*rest.Config, error) {
-	kp, err := cp.ca.client(user, groups...)
+	kp, err := cp.ca.Client(user, groups...)
 	if err != nil {
 		return nil, err
 	}

@@ -16,22 +16,27 @@ import (
 	"time"
 )
 
-// certAuthority signs the API server's serving certificate and the test users' client
-// certificates. One per control plane, generated in memory: nothing to commit, nothing to expire.
-type certAuthority struct {
+// CertAuthority signs the API server's serving certificate and the test users' client
+// certificates (one per control plane), and any other test TLS material, such as an audit
+// webhook receiver's serving certificate and the client certificate the API server presents to
+// it. Generated in memory: nothing to commit, nothing to expire.
+type CertAuthority struct {
 	cert    *x509.Certificate
 	key     crypto.Signer
 	certPEM []byte
 }
 
-// keyPair is a PEM certificate and its PEM private key.
-type keyPair struct {
+// KeyPair is a PEM certificate and its PEM private key.
+type KeyPair struct {
 	CertPEM []byte
 	KeyPEM  []byte
 }
 
-// newCertAuthority generates a self-signed CA named name.
-func newCertAuthority(name string) (*certAuthority, error) {
+// CertPEM returns the CA's certificate, PEM-encoded: what a peer must trust.
+func (ca *CertAuthority) CertPEM() []byte { return append([]byte(nil), ca.certPEM...) }
+
+// NewCertAuthority generates a self-signed CA named name, valid for a day.
+func NewCertAuthority(name string) (*CertAuthority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generate CA key: %w", err)
@@ -53,11 +58,11 @@ func newCertAuthority(name string) (*certAuthority, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse CA: %w", err)
 	}
-	return &certAuthority{cert: cert, key: key, certPEM: pemBlock("CERTIFICATE", der)}, nil
+	return &CertAuthority{cert: cert, key: key, certPEM: pemBlock("CERTIFICATE", der)}, nil
 }
 
-// serving issues a server certificate for the loopback addresses.
-func (ca *certAuthority) serving(name string) (keyPair, error) {
+// Serving issues a server certificate for the loopback addresses.
+func (ca *CertAuthority) Serving(name string) (KeyPair, error) {
 	return ca.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: name},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -66,9 +71,9 @@ func (ca *certAuthority) serving(name string) (keyPair, error) {
 	})
 }
 
-// client issues a client certificate: kube-apiserver reads the user name from the common name and
+// Client issues a client certificate: kube-apiserver reads the user name from the common name and
 // the groups from the organizations.
-func (ca *certAuthority) client(user string, groups ...string) (keyPair, error) {
+func (ca *CertAuthority) Client(user string, groups ...string) (KeyPair, error) {
 	return ca.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: user, Organization: groups},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
@@ -76,10 +81,10 @@ func (ca *certAuthority) client(user string, groups ...string) (keyPair, error) 
 }
 
 // issue completes tmpl's validity and usage and signs it with a fresh key.
-func (ca *certAuthority) issue(tmpl *x509.Certificate) (keyPair, error) {
+func (ca *CertAuthority) issue(tmpl *x509.Certificate) (KeyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return keyPair{}, fmt.Errorf("generate key for %q: %w", tmpl.Subject.CommonName, err)
+		return KeyPair{}, fmt.Errorf("generate key for %q: %w", tmpl.Subject.CommonName, err)
 	}
 	tmpl.SerialNumber = serial()
 	tmpl.NotBefore = time.Now().Add(-time.Hour)
@@ -87,17 +92,17 @@ func (ca *certAuthority) issue(tmpl *x509.Certificate) (keyPair, error) {
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
 	if err != nil {
-		return keyPair{}, fmt.Errorf("sign certificate for %q: %w", tmpl.Subject.CommonName, err)
+		return KeyPair{}, fmt.Errorf("sign certificate for %q: %w", tmpl.Subject.CommonName, err)
 	}
 	keyPEM, err := ecKeyPEM(key)
 	if err != nil {
-		return keyPair{}, err
+		return KeyPair{}, err
 	}
-	return keyPair{CertPEM: pemBlock("CERTIFICATE", der), KeyPEM: keyPEM}, nil
+	return KeyPair{CertPEM: pemBlock("CERTIFICATE", der), KeyPEM: keyPEM}, nil
 }
 
-// write stores the pair as <dir>/<name>.crt and <dir>/<name>.key and returns both paths.
-func (kp keyPair) write(dir, name string) (certFile, keyFile string, err error) {
+// Write stores the pair as <dir>/<name>.crt and <dir>/<name>.key and returns both paths.
+func (kp KeyPair) Write(dir, name string) (certFile, keyFile string, err error) {
 	certFile = filepath.Join(dir, name+".crt")
 	keyFile = filepath.Join(dir, name+".key")
 	if err := os.WriteFile(certFile, kp.CertPEM, 0o600); err != nil {
@@ -160,15 +165,15 @@ func serial() *big.Int {
 // into dir, for a test server kube-apiserver must trust, such as an audit webhook receiver (put
 // caPEM in AuditWebhook.CAData). It returns the certificate and key file paths and the CA.
 func ServingCertificate(dir string) (certFile, keyFile string, caPEM []byte, err error) {
-	ca, err := newCertAuthority("loopwatch-test-serving-ca")
+	ca, err := NewCertAuthority("loopwatch-test-serving-ca")
 	if err != nil {
 		return "", "", nil, err
 	}
-	kp, err := ca.serving("loopwatch-test-server")
+	kp, err := ca.Serving("loopwatch-test-server")
 	if err != nil {
 		return "", "", nil, err
 	}
-	certFile, keyFile, err = kp.write(dir, "serving")
+	certFile, keyFile, err = kp.Write(dir, "serving")
 	if err != nil {
 		return "", "", nil, err
 	}
