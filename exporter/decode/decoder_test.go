@@ -40,6 +40,31 @@ func TestDecodeListMatchesEncodingJSONOnRealBatches(t *testing.T) {
 	}
 }
 
+// TestFastPathTakesRealEvents guards the fast path's reason to exist: the events a real API
+// server sends (including escaped request URIs and error statuses with details) never fall back.
+func TestFastPathTakesRealEvents(t *testing.T) {
+	for name, data := range readBatches(t) {
+		d := NewDecoder(0)
+		events, err := d.DecodeList(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.fallbacks != 0 {
+			t.Errorf("%s: %d of %d events fell back to the general path", name, d.fallbacks, len(events))
+		}
+	}
+	// And a log-backend line, with its TypeMeta.
+	line := []byte(`{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"a","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/default/configmaps/c?fieldManager=m","verb":"update","user":{"username":"system:serviceaccount:default:w","uid":"u","groups":["system:serviceaccounts"],"extra":{"authentication.kubernetes.io/credential-id":["JTI=x"],"authentication.kubernetes.io/pod-name":["w-1"]}},"sourceIPs":["10.0.0.1"],"userAgent":"w/v0","objectRef":{"resource":"configmaps","namespace":"default","name":"c","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":409},"requestReceivedTimestamp":"2026-11-21T04:04:45.744196Z","stageTimestamp":"2026-11-21T04:04:45.745733Z","annotations":{"authorization.k8s.io/decision":"allow"}}`)
+	d := NewDecoder(0)
+	var ev Event
+	if err := d.DecodeEvent(line, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if d.fallbacks != 0 || ev.Pod != "w-1" || ev.Code != 409 || ev.FieldManager != "m" || ev.Name != "c" {
+		t.Errorf("log line: %d fallbacks, event %+v", d.fallbacks, ev)
+	}
+}
+
 func TestDecodeListExtractsFields(t *testing.T) {
 	events, err := NewDecoder(0).DecodeList(readBatches(t)["batch-03.json"])
 	if err != nil {

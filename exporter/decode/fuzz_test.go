@@ -20,6 +20,16 @@ func FuzzDecode(f *testing.F) {
 		`{"items":[{"requestObject":[1,-2.5e+3,{"a":[true,false,null]}],"verb":"\ud83d\ude00"}]}`,
 		`{"items":[{"stageTimestamp":"2026-11-21T04:04:30.286101Z"},{"stageTimestamp":"2026-11-21T04:59:59.999999Z"}]}`,
 		`{"items":[{"requestURI":"/apis/x/v1/flowschemas/exempt/status?fieldManager=api-priority\u0026force=true"}]}`,
+		// The fast path's boundaries: each of these leaves it somewhere, or must not.
+		`{"items":[{"level":"Metadata","auditID":"x","stage":"ResponseComplete","verb":"patch","responseStatus":{"metadata":{},"code":2010}}]}`,
+		`{"items":[{"level":"Metadata","responseStatus":{"code":20100}},{"responseStatus":{"code":201.0}},{"responseStatus":{"code":0}},{"responseStatus":{"code":1e2}},{"responseStatus":{"code":-409}},{"responseStatus":{"code":409 }}]}`,
+		`{"items":[{"level":"Metadata","verb":"a","verb":"b"},{"level":"Metadata","Verb":"c"},{"level":"Metadata","x":1,"verb":"d"},{ "level":"Metadata"}]}`,
+		`{"items":[{"user":{"username":"u","extra":{"authentication.kubernetes.io/pod-name":["p1","p2"],"authentication.kubernetes.io/pod-name":[]}}}]}`,
+		`{"items":[{"user":{"username":"u","extra":{"authentication.kubernetes.io/pod-name":["p\u0031"]}},"impersonatedUser":{"username":"v","extra":{"a":["b"]}}}]}`,
+		`{"items":[{"objectRef":{"resource":"r","namespace":"n","name":"01234567890123456789012345678901234567890123456789012345678901234567890123456789","apiGroup":"g","subresource":"s"},"annotations":{"k":"v","k2":"\"v\""}}]}`,
+		`{"items":[{"requestReceivedTimestamp":"2026-11-21T04:04:45.744196+00:00","stageTimestamp":null},{"requestReceivedTimestamp":"2026-02-30T04:04:45.744196Z"}]}`,
+		`{"items":[{"level":"Metadata","sourceIPs":["1",2],"user":{"groups":["a",null]},"responseStatus":{"metadata":{"x":1},"details":{"causes":[{"a":"b"}]}}}]}`,
+		`{"items":[{"level":"Metadata","verb":"a"	}, {"level":"Metadata","verb":"é"},{"level":"Metadata","verb":"a\/b"}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -71,9 +72,22 @@ func sameEvent(a, b *Event) bool {
 //     type mismatch in a field the decoder skips) and give the same events;
 //   - when encoding/json accepts a document, so must the decoder (except a duplicate items member);
 //   - syntactically invalid JSON is always refused.
+//   - the fast path changes nothing: a decoder without it gives the same events or error.
 func checkAgainstReference(t *testing.T, data []byte) {
 	t.Helper()
 	got, err := NewDecoder(64).DecodeList(data)
+	general := NewDecoder(64)
+	general.generalOnly = true
+	slow, slowErr := general.DecodeList(data)
+	if fmt.Sprint(err) != fmt.Sprint(slowErr) || len(got) != len(slow) {
+		t.Fatalf("fast path changed the outcome: %v, %d events; general path alone: %v, %d events\ninput: %q",
+			err, len(got), slowErr, len(slow), data)
+	}
+	for i := range got {
+		if !sameEvent(&got[i], &slow[i]) {
+			t.Fatalf("fast path changed event %d:\n fast: %+v\n general: %+v\ninput: %q", i, got[i], slow[i], data)
+		}
+	}
 	want, refErr := referenceEvents(data)
 	valid := json.Valid(data)
 	switch {

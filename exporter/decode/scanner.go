@@ -83,10 +83,12 @@ type scanner struct {
 	depth   int
 	scratch []byte
 	stack   []bool
+	masks   []uint64 // the index of data: see masks.go
 }
 
 func (s *scanner) reset(data []byte) {
 	s.data = data
+	s.masks = buildMasks(data, s.masks)
 	s.pos = 0
 	s.depth = 0
 	s.stack = s.stack[:0]
@@ -223,15 +225,9 @@ func (s *scanner) str() ([]byte, error) {
 	i := start
 	ascii := true
 	data := s.data
-	// Most kept strings (verbs, names, resources) are shorter than 8 bytes or end within the
-	// first word: test it inline before calling scanSpecial.
-	if i+8 <= len(data) {
-		if m := specialInString(binary.LittleEndian.Uint64(data[i:]), true); m != 0 {
-			if j := i + bits.TrailingZeros64(m)>>3; data[j] == '"' {
-				s.pos = j + 1
-				return data[start:j], nil
-			}
-		}
+	if j, ok := s.plainEnd(start); ok {
+		s.pos = j + 1
+		return data[start:j], nil
 	}
 	for {
 		i = scanSpecial(data, i, true)
@@ -375,6 +371,10 @@ func hex4(data []byte, i int) rune {
 func (s *scanner) skipString() error {
 	data := s.data
 	i := s.pos + 1
+	if j, ok := s.plainEnd(i); ok {
+		s.pos = j + 1
+		return nil
+	}
 	for {
 		i = scanSpecial(data, i, false)
 		if i >= len(data) {
