@@ -23,16 +23,16 @@ import (
 type action uint8
 
 const (
-	actSkip      action = iota // any value
-	actStrings                 // an array of strings, skipped
-	actStringMap               // an object of strings, skipped
-	actKeep                    // a kept string: field is its slot in Decoder.last
-	actAuditID                 // auditID, hashed
-	actRequestURI              // requestURI, for its fieldManager parameter
-	actTime                    // a timestamp: field 0 is requestReceived, 1 the stage timestamp
-	actCode                    // responseStatus.code
-	actObject                  // a nested object described by schema
-	actPodExtra                // user.extra, for the pod name
+	actSkip       action = iota // any value
+	actStrings                  // an array of strings, skipped
+	actStringMap                // an object of strings, skipped
+	actKeep                     // a kept string: field is its slot in Decoder.last
+	actAuditID                  // auditID, hashed
+	actRequestURI               // requestURI, for its fieldManager parameter
+	actTime                     // a timestamp: field 0 is requestReceived, 1 the stage timestamp
+	actCode                     // responseStatus.code
+	actObject                   // a nested object described by schema
+	actPodExtra                 // user.extra, for the pod name
 )
 
 // step is one member the fast path expects, in the order the API server writes them; any of
