@@ -348,7 +348,7 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 				}
 			}
 			if st.act == actStrings || st.act == actStringMap {
-				if q := skipPlainStrings(data, masks, p, st.act == actStringMap); q >= 0 {
+				if q := s.skipStrings(p, st.act == actStringMap); q >= 0 {
 					p = q
 					continue
 				}
@@ -365,9 +365,11 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 	}
 }
 
-// skipPlainStrings skips an array of plain strings, or (asMap) an object of plain keys to plain
-// strings, starting at p; -1 when the value is anything else.
-func skipPlainStrings(data []byte, masks []uint64, p int, asMap bool) int {
+// skipStrings skips an array of strings, or (asMap) an object of strings, starting at p, and
+// returns the index after it; -1 when the value is anything else (or invalid). Plain strings are
+// skipped through the index, others (RBAC reasons quote names) by the general string skipper.
+func (s *scanner) skipStrings(p int, asMap bool) int {
+	data, masks := s.data, s.masks
 	open, end := byte('['), byte(']')
 	if asMap {
 		open, end = '{', '}'
@@ -394,10 +396,15 @@ func skipPlainStrings(data []byte, masks []uint64, p int, asMap bool) int {
 			if q == -2 {
 				q = plainFrom(masks, p+1)
 			}
-			if q < 0 {
-				return -1
+			if q >= 0 {
+				p = q + 1
+			} else {
+				s.pos = p
+				if s.skipString() != nil {
+					return -1
+				}
+				p = s.pos
 			}
-			p = q + 1
 			if j < btoi(asMap) {
 				if p >= len(data) || data[p] != ':' {
 					return -1

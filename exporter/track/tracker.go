@@ -351,14 +351,26 @@ func (t *Tracker) trackHot(ev *decode.Event, st *objectState, key uint64, actor 
 	case h != nil && h.Actor == actor:
 		h.Writes++
 		h.Last = ts
-	case int(st.hotWrites) >= t.cfg.HotWrites:
+	case h != nil && int(st.hotWrites) >= t.cfg.HotWrites:
+		*h = HotObject{Object: objectRef(ev), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: ts}
+	case h == nil && t.admitHot(int(st.hotWrites)):
 		v := HotObject{Object: objectRef(ev), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: ts}
-		if h != nil {
-			*h = v
-		} else {
-			t.hot.add(key, v, clock)
-		}
+		t.hot.add(key, v, clock)
 	}
+}
+
+// admitHot reports whether an object with writes in its window, not in the hot table, is added to
+// it: when it reaches the threshold, and again each time its count doubles. An object evicted from
+// a full table (more hot objects than the table holds: leader-election leases alone can be) so
+// comes back after a burst of further writes rather than on its next one, which would evict
+// another entry on every write and churn the top-offender series.
+func (t *Tracker) admitHot(writes int) bool {
+	n := t.cfg.HotWrites
+	if writes < n || writes%n != 0 {
+		return false
+	}
+	q := writes / n
+	return q&(q-1) == 0
 }
 
 // Fights returns the current fights, ordered by object.

@@ -223,6 +223,32 @@ func TestTrackerCapsOffenders(t *testing.T) {
 	}
 }
 
+// TestTrackerDoesNotChurnAFullHotTable: with more hot objects than the table holds, an evicted
+// object comes back when its count doubles (2, 4, 8 writes here), not on each of its writes.
+func TestTrackerDoesNotChurnAFullHotTable(t *testing.T) {
+	tr, _, _ := newTestTracker(t, Config{MaxOffenders: 4, HotWrites: 2})
+	const objects, rounds = 10, 8
+	for i := range rounds {
+		for o := range objects {
+			ev := write{actor: "ctl", name: fmt.Sprint("cm-", o), at: time.Duration(i) * time.Second}.event()
+			tr.Observe(&ev)
+		}
+	}
+	if got := len(tr.HotObjects()); got != 4 {
+		t.Fatalf("%d hot objects, want the cap of 4", got)
+	}
+	// 3 admissions per object (at 2, 4 and 8 writes) into 4 slots: at most 30-4 evictions, where
+	// admitting on every write from the second on would make 70 admissions.
+	if s := tr.Stats(); s.OffenderEvictions > 3*objects-4 {
+		t.Fatalf("offender evictions %d, want at most %d", s.OffenderEvictions, 3*objects-4)
+	}
+	for _, h := range tr.HotObjects() {
+		if h.Writes < 2 {
+			t.Errorf("hot object %v with %d writes", h.Object, h.Writes)
+		}
+	}
+}
+
 func TestNewRefusesBadConfig(t *testing.T) {
 	_, err := New(Config{TopK: 10, Candidates: 5, FightHandoffs: 1, FightWindow: time.Millisecond}, newRecordingSink())
 	want := "candidates must be at least topK\nfightHandoffs must be at least 2\nfightWindow must be at least 1s"
