@@ -90,6 +90,10 @@ var (
 		Name: "loopwatch_audit_decode_seconds", Type: Histogram,
 		Help: "Time to decode and attribute one batch.",
 	}
+	requestSeconds = MetricInfo{
+		Name: "loopwatch_audit_request_seconds", Type: Histogram,
+		Help: "Time to handle one webhook request whose body is read: receiving and decrypting the body, decoding, tracking and answering.",
+	}
 	lastBatchTimestamp = MetricInfo{
 		Name: "loopwatch_audit_last_batch_timestamp_seconds", Type: Gauge,
 		Help: "Unix time of the last batch accepted; a stale value means the API server stopped sending.",
@@ -116,7 +120,7 @@ var (
 var catalogue = []MetricInfo{
 	writesTotal, conflictsTotal, handoffsTotal, readsTotal,
 	fightHandoffs, hotObjectWrites, replicaRacePods,
-	requestsTotal, batchesTotal, eventsTotal, droppedEventsTotal, decodeSeconds, lastBatchTimestamp,
+	requestsTotal, batchesTotal, eventsTotal, droppedEventsTotal, decodeSeconds, requestSeconds, lastBatchTimestamp,
 	trackedObjects, trackedActors, labelledActors, evictionsTotal,
 }
 
@@ -166,7 +170,7 @@ type Metrics struct {
 	writes, conflicts, handoffs, reads *prometheus.CounterVec
 	requests, events, dropped          *prometheus.CounterVec
 	batches                            prometheus.Counter
-	decode                             prometheus.Histogram
+	decode, request                    prometheus.Histogram
 	lastBatch                          prometheus.Gauge
 
 	writeCache    map[writeKey]prometheus.Counter
@@ -182,6 +186,10 @@ type conflictKey struct{ actor, group, resource string }
 type handoffKey struct{ from, to, group, resource string }
 type readKey struct{ actor, verb, group, resource string }
 
+// batchBuckets are the bounds of the per-batch latency histograms, in seconds: a 400-event batch
+// takes a fraction of a millisecond.
+var batchBuckets = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1}
+
 // NewMetrics creates the metrics and registers them, together with the tracker's offender
 // gauges and self-metrics, with reg.
 func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker) (*Metrics, error) {
@@ -195,8 +203,10 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker) (*Metr
 		dropped:   droppedEventsTotal.counterVec(),
 		batches:   prometheus.NewCounter(prometheus.CounterOpts{Name: batchesTotal.Name, Help: batchesTotal.Help}),
 		decode: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: decodeSeconds.Name, Help: decodeSeconds.Help,
-			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1},
+			Name: decodeSeconds.Name, Help: decodeSeconds.Help, Buckets: batchBuckets,
+		}),
+		request: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: requestSeconds.Name, Help: requestSeconds.Help, Buckets: batchBuckets,
 		}),
 		lastBatch:     prometheus.NewGauge(prometheus.GaugeOpts{Name: lastBatchTimestamp.Name, Help: lastBatchTimestamp.Help}),
 		writeCache:    map[writeKey]prometheus.Counter{},
@@ -218,7 +228,7 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker) (*Metr
 	}
 	for _, c := range []prometheus.Collector{
 		m.writes, m.conflicts, m.handoffs, m.reads, m.requests, m.events, m.dropped, m.batches, m.decode,
-		m.lastBatch, &trackerCollector{tracker: tracker},
+		m.request, m.lastBatch, &trackerCollector{tracker: tracker},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -70,6 +70,8 @@ type Server struct {
 	bodies   sync.Pool
 	ready    atomic.Bool
 	log      *slog.Logger
+	// handled, when set (by benchmarks), receives each body-reading request's handling time.
+	handled func(time.Duration)
 }
 
 // NewServer validates cfg and loads the credentials files.
@@ -296,6 +298,14 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer func() { <-s.inFlight }()
+	start := time.Now()
+	defer func() {
+		d := time.Since(start)
+		s.exporter.metrics.request.Observe(d.Seconds())
+		if s.handled != nil {
+			s.handled(d)
+		}
+	}()
 	bp := s.bodies.Get().(*[]byte)
 	defer s.bodies.Put(bp)
 	body, err := readBody((*bp)[:0], http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))

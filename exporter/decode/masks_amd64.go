@@ -9,13 +9,25 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func blockMasksAVX2(src *byte, blocks int, dst *uint64)
 
+// blockMasksAVX512 is blockMasks for CPUs with AVX-512BW: 64 bytes per compare.
+//
+//go:noescape
+func blockMasksAVX512(src *byte, blocks int, dst *uint64)
+
 func init() {
-	if cpu.X86.HasAVX2 {
-		blockMasks = func(src []byte, dst []uint64) {
-			if n := len(src) / 64; n > 0 {
-				_ = dst[2*n-1]
-				blockMasksAVX2(&src[0], n, &dst[0])
-			}
+	var f func(src *byte, blocks int, dst *uint64)
+	switch {
+	case cpu.X86.HasAVX512BW:
+		f = blockMasksAVX512
+	case cpu.X86.HasAVX2:
+		f = blockMasksAVX2
+	default:
+		return
+	}
+	blockMasks = func(src []byte, dst []uint64) {
+		if n := len(src) / 64; n > 0 {
+			_ = dst[2*n-1]
+			f(&src[0], n, &dst[0])
 		}
 	}
 }

@@ -59,3 +59,37 @@ loop:
 
 done:
 	RET
+
+// func blockMasksAVX512(src *byte, blocks int, dst *uint64)
+// blockMasksAVX2 with one 64-byte compare per class, straight into mask registers.
+TEXT ·blockMasksAVX512(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ blocks+8(FP), CX
+	MOVQ dst+16(FP), DI
+	TESTQ CX, CX
+	JZ   done512
+	MOVL $0x22, AX
+	VPBROADCASTB AX, Z0 // '"'
+	MOVL $0x5c, AX
+	VPBROADCASTB AX, Z1 // '\\'
+	MOVL $0x20, AX
+	VPBROADCASTB AX, Z2 // 0x20
+
+loop512:
+	VMOVDQU8 (SI), Z3
+	VPCMPEQB Z0, Z3, K1      // '"'
+	VPCMPEQB Z1, Z3, K2      // '\\'
+	VPCMPUB  $1, Z2, Z3, K3  // x < 0x20
+	VPMOVB2M Z3, K4          // x ≥ 0x80
+	KORQ     K2, K3, K2
+	KORQ     K2, K4, K2
+	KMOVQ    K1, (DI)
+	KMOVQ    K2, 8(DI)
+	ADDQ $64, SI
+	ADDQ $16, DI
+	DECQ CX
+	JNZ  loop512
+	VZEROUPPER
+
+done512:
+	RET
