@@ -48,8 +48,13 @@ test-rules: $(BIN)/promtool ## promtool check + unit tests of the generated rule
 	$(BIN)/promtool test rules testrules/*.yaml
 
 .PHONY: test
-test: tools binaries lint check-generated test-rules ## Everything CI runs: Go tests (on real components), promtool, staleness.
+test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz.
 	$(GO) test -count=1 -timeout 40m ./...
+
+FUZZTIME ?= 30s
+.PHONY: fuzz-brief
+fuzz-brief: ## Fuzz the audit decoder against encoding/json for FUZZTIME (30s; run longer locally).
+	$(GO) test ./exporter/decode -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 
 .PHONY: demo
 demo: tools binaries ## A real control plane + exporter + operator + Prometheus catching incidents.

@@ -3,6 +3,8 @@ package exporter
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,9 +12,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,6 +230,132 @@ func BenchmarkWebhookBatch400(b *testing.B) {
 	mu.Lock()
 	defer mu.Unlock()
 	reportPercentiles(b, "server-", handled)
+}
+
+// BenchmarkWebhookBatch400ClientProcess is BenchmarkWebhookBatch400 with the client in a process of
+// its own, as the API server is: the exporter's process does only the exporter's work (its Go
+// scheduler and garbage collector are not shared with the client's), and the server's handling
+// time (server-) is measured there. The client's round trip (client-) is measured in the child.
+func BenchmarkWebhookBatch400ClientProcess(b *testing.B) {
+	pki := newTestPKI(b)
+	e, err := New(Config{Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv, err := NewServer(ServerConfig{
+		Addr: "127.0.0.1:0", TLSCertFile: pki.certFile, TLSKeyFile: pki.keyFile, ClientCAFile: pki.caFile,
+		Logger: slog.New(slog.DiscardHandler),
+	}, e)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	var handled []time.Duration
+	srv.handled = func(d time.Duration) {
+		mu.Lock()
+		handled = append(handled, d)
+		mu.Unlock()
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, l) }()
+	defer func() { cancel(); <-done }()
+	dir := b.TempDir()
+	bodyFile, outFile := filepath.Join(dir, "body.json"), filepath.Join(dir, "latencies")
+	if err := os.WriteFile(bodyFile, realBatch(b, 400), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	const warmup = 20
+	cmd := exec.Command(os.Args[0], "-test.run=^TestWebhookClientProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(),
+		"LOOPWATCH_BENCH_CLIENT="+strings.Join([]string{
+			"https://" + l.Addr().String() + WebhookPath, pki.caFile, pki.clientCertFile, pki.clientKeyFile,
+			bodyFile, outFile, strconv.Itoa(warmup + b.N),
+		}, ","))
+	b.ResetTimer()
+	out, err := cmd.CombinedOutput()
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("client process: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(outFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var client []time.Duration
+	for _, f := range strings.Fields(string(raw)) {
+		ns, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			b.Fatal(err)
+		}
+		client = append(client, time.Duration(ns))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(client) != warmup+b.N || len(handled) != warmup+b.N {
+		b.Fatalf("%d client and %d server latencies for %d requests", len(client), len(handled), warmup+b.N)
+	}
+	reportPercentiles(b, "client-", client[warmup:])
+	reportPercentiles(b, "server-", handled[warmup:])
+}
+
+// TestWebhookClientProcess is BenchmarkWebhookBatch400ClientProcess's client, run in a child
+// process: it posts the body (with fresh auditIDs each time) the given number of times over TLS
+// with the client certificate and writes each round trip's nanoseconds to the output file.
+func TestWebhookClientProcess(t *testing.T) {
+	spec := os.Getenv("LOOPWATCH_BENCH_CLIENT")
+	if spec == "" {
+		t.Skip("the client of BenchmarkWebhookBatch400ClientProcess")
+	}
+	f := strings.Split(spec, ",")
+	if len(f) != 7 {
+		t.Fatalf("LOOPWATCH_BENCH_CLIENT: want url,ca,cert,key,body,out,count, got %q", spec)
+	}
+	url, caFile, certFile, keyFile, bodyFile, outFile := f[0], f[1], f[2], f[3], f[4], f[5]
+	n, err := strconv.Atoi(f[6])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca)
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(bodyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}},
+	}, Timeout: 10 * time.Second}
+	ids := newRenumberer(body)
+	var out strings.Builder
+	for i := range n {
+		ids.renumber(uint32(i))
+		start := time.Now()
+		resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+		fmt.Fprintln(&out, time.Since(start).Nanoseconds())
+	}
+	if err := os.WriteFile(outFile, []byte(out.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // BenchmarkIngestBatch400 is the server-side share of a webhook request: decoding, dedupe,

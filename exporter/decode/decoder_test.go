@@ -182,3 +182,33 @@ func TestDecodeListDoesNotAllocateAtSteadyState(t *testing.T) {
 		t.Fatalf("%v allocations per batch at steady state, want 0", allocs)
 	}
 }
+
+// TestFastPathAgreesUnderMutation mutates real events at every position (a byte deleted, a space
+// inserted, a letter's case flipped, a quote or backslash put in) and checks each result as
+// FuzzDecode does: the fast path leaves wherever the input stops fitting the API server's form,
+// and the outcome must be the general path's (and encoding/json's).
+func TestFastPathAgreesUnderMutation(t *testing.T) {
+	data := readBatches(t)["batch-03.json"]
+	d := NewDecoder(0)
+	if _, err := d.DecodeList(data); err != nil || d.fallbacks != 0 {
+		t.Fatalf("the unmutated batch: %v, %d fallbacks", err, d.fallbacks)
+	}
+	mutations := []func(b []byte, i int) []byte{
+		func(b []byte, i int) []byte { return append(b[:i:i], b[i+1:]...) },
+		func(b []byte, i int) []byte { return append(append(b[:i:i], ' '), b[i:]...) },
+		func(b []byte, i int) []byte {
+			c := b[i]
+			if 'a' <= c|0x20 && c|0x20 <= 'z' {
+				c ^= 0x20
+			}
+			return append(append(b[:i:i], c), b[i+1:]...)
+		},
+		func(b []byte, i int) []byte { return append(append(b[:i:i], '"'), b[i+1:]...) },
+		func(b []byte, i int) []byte { return append(append(b[:i:i], '\\'), b[i:]...) },
+	}
+	for i := range data {
+		for _, m := range mutations {
+			checkAgainstReference(t, m(data, i))
+		}
+	}
+}
