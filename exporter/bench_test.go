@@ -166,41 +166,14 @@ func BenchmarkEncodingJSONBaseline(b *testing.B) {
 // through receiving and decrypting the body, decoding and tracking, to the answer), which
 // loopwatch_audit_request_seconds reports in production.
 func BenchmarkWebhookBatch400(b *testing.B) {
-	pki := newTestPKI(b)
-	e, err := New(Config{Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := NewServer(ServerConfig{
-		Addr: "127.0.0.1:0", TLSCertFile: pki.certFile, TLSKeyFile: pki.keyFile, ClientCAFile: pki.caFile,
-		Logger: slog.New(slog.DiscardHandler),
-	}, e)
-	if err != nil {
-		b.Fatal(err)
-	}
-	var mu sync.Mutex
-	var handled []time.Duration
-	srv.handled = func(d time.Duration) {
-		mu.Lock()
-		handled = append(handled, d)
-		mu.Unlock()
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, l) }()
-	defer func() { cancel(); <-done }()
-	ts := &testServer{url: "https://" + l.Addr().String(), pki: pki}
-	client := ts.client(&pki.client)
+	wh := startBenchWebhook(b)
+	client := (&testServer{pki: wh.pki}).client(&wh.pki.client)
 	body := realBatch(b, 400)
 	ids := newRenumberer(body)
 	post := func(seq uint32) (wall, cpu time.Duration) {
 		ids.renumber(seq)
 		start, c0 := time.Now(), clockCPU(unix.CLOCK_PROCESS_CPUTIME_ID)
-		resp, err := client.Post(ts.url+WebhookPath, "application/json", bytes.NewReader(body))
+		resp, err := client.Post(wh.url, "application/json", bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -216,9 +189,7 @@ func BenchmarkWebhookBatch400(b *testing.B) {
 	}
 	lat := make([]time.Duration, 0, b.N)
 	cpu := make([]time.Duration, 0, b.N)
-	mu.Lock()
-	handled = handled[:0]
-	mu.Unlock()
+	wh.takeHandled()
 	b.ResetTimer()
 	for i := range b.N {
 		w, c := post(uint32(i))
@@ -227,16 +198,19 @@ func BenchmarkWebhookBatch400(b *testing.B) {
 	b.StopTimer()
 	reportPercentiles(b, "", lat)
 	reportPercentiles(b, "proc-cpu-", cpu)
-	mu.Lock()
-	defer mu.Unlock()
-	reportPercentiles(b, "server-", handled)
+	reportPercentiles(b, "server-", wh.takeHandled())
 }
 
-// BenchmarkWebhookBatch400ClientProcess is BenchmarkWebhookBatch400 with the client in a process of
-// its own, as the API server is: the exporter's process does only the exporter's work (its Go
-// scheduler and garbage collector are not shared with the client's), and the server's handling
-// time (server-) is measured there. The client's round trip (client-) is measured in the child.
-func BenchmarkWebhookBatch400ClientProcess(b *testing.B) {
+// benchWebhook is an exporter's TLS webhook (client certificates from pki) for the benchmarks,
+// recording each request's handling time.
+type benchWebhook struct {
+	url     string // the webhook's URL
+	pki     *testPKI
+	mu      sync.Mutex
+	handled []time.Duration
+}
+
+func startBenchWebhook(b *testing.B) *benchWebhook {
 	pki := newTestPKI(b)
 	e, err := New(Config{Registerer: prometheus.NewRegistry()})
 	if err != nil {
@@ -249,21 +223,39 @@ func BenchmarkWebhookBatch400ClientProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var mu sync.Mutex
-	var handled []time.Duration
-	srv.handled = func(d time.Duration) {
-		mu.Lock()
-		handled = append(handled, d)
-		mu.Unlock()
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
+	wh := &benchWebhook{url: "https://" + l.Addr().String() + WebhookPath, pki: pki}
+	srv.handled = func(d time.Duration) {
+		wh.mu.Lock()
+		wh.handled = append(wh.handled, d)
+		wh.mu.Unlock()
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, l) }()
-	defer func() { cancel(); <-done }()
+	b.Cleanup(func() { cancel(); <-done })
+	return wh
+}
+
+// takeHandled returns the handling times recorded since the last call.
+func (wh *benchWebhook) takeHandled() []time.Duration {
+	wh.mu.Lock()
+	defer wh.mu.Unlock()
+	out := wh.handled
+	wh.handled = nil
+	return out
+}
+
+// BenchmarkWebhookBatch400ClientProcess is BenchmarkWebhookBatch400 with the client in a process of
+// its own, as the API server is: the exporter's process does only the exporter's work (its Go
+// scheduler and garbage collector are not shared with the client's), and the server's handling
+// time (server-) is measured there. The client's round trip (client-) is measured in the child.
+func BenchmarkWebhookBatch400ClientProcess(b *testing.B) {
+	wh := startBenchWebhook(b)
+	pki := wh.pki
 	dir := b.TempDir()
 	bodyFile, outFile := filepath.Join(dir, "body.json"), filepath.Join(dir, "latencies")
 	if err := os.WriteFile(bodyFile, realBatch(b, 400), 0o600); err != nil {
@@ -273,7 +265,7 @@ func BenchmarkWebhookBatch400ClientProcess(b *testing.B) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWebhookClientProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(),
 		"LOOPWATCH_BENCH_CLIENT="+strings.Join([]string{
-			"https://" + l.Addr().String() + WebhookPath, pki.caFile, pki.clientCertFile, pki.clientKeyFile,
+			wh.url, pki.caFile, pki.clientCertFile, pki.clientKeyFile,
 			bodyFile, outFile, strconv.Itoa(warmup + b.N),
 		}, ","))
 	b.ResetTimer()
@@ -294,8 +286,7 @@ func BenchmarkWebhookBatch400ClientProcess(b *testing.B) {
 		}
 		client = append(client, time.Duration(ns))
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	handled := wh.takeHandled()
 	if len(client) != warmup+b.N || len(handled) != warmup+b.N {
 		b.Fatalf("%d client and %d server latencies for %d requests", len(client), len(handled), warmup+b.N)
 	}

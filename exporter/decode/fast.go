@@ -2,7 +2,6 @@ package decode
 
 import (
 	"encoding/binary"
-	"math/bits"
 )
 
 // The fast path decodes an event written the way the API server writes it: compact, members in
@@ -134,56 +133,6 @@ var (
 		member("annotations", actStringMap, 0, nil),
 	}
 )
-
-// plainAt returns the index of the closing quote of the string whose body starts at start, when
-// the body is plain and that quote is in the block the body starts in. Otherwise it returns -1
-// when the body is not plain (the caller takes the general reader) and -2 when it is plain up to
-// the end of its block (the caller continues with plainFrom). Small enough to be inlined.
-func plainAt(masks []uint64, start int) int {
-	k := 2 * uint(start>>6)
-	if k+1 >= uint(len(masks)) {
-		return -1
-	}
-	sh := uint(start & 63)
-	q, sp := masks[k]>>sh, masks[k+1]>>sh
-	// With no quote in the block, t is 64 and the mask below all ones (Go shifts saturate).
-	t := bits.TrailingZeros64(q)
-	if sp&(1<<t-1) != 0 {
-		return -1
-	}
-	if q == 0 {
-		return -2
-	}
-	return start + t
-}
-
-// plainFrom continues plainAt in the blocks after the one holding start.
-func plainFrom(masks []uint64, start int) int {
-	for k := 2 * (start>>6 + 1); k+1 < len(masks); k += 2 {
-		q, sp := masks[k], masks[k+1]
-		if q != 0 {
-			t := bits.TrailingZeros64(q)
-			if sp&(1<<t-1) != 0 {
-				return -1
-			}
-			return (k/2)*64 + t
-		}
-		if sp != 0 {
-			return -1
-		}
-	}
-	return -1
-}
-
-// plainEndAt is plainAt followed, when needed, by plainFrom: the closing quote of a plain string
-// whose body starts at start, or -1.
-func plainEndAt(masks []uint64, start int) int {
-	end := plainAt(masks, start)
-	if end == -2 {
-		end = plainFrom(masks, start)
-	}
-	return end
-}
 
 // maxFastDepth bounds the objects the fast path nests (event, user or objectRef or status).
 const maxFastDepth = 4

@@ -77,37 +77,52 @@ func gather(m uint64) uint64 {
 	return (m >> 7) * 0x0102040810204080 >> 56
 }
 
-// plainEnd returns the index of the first '"' at or after start when no special byte precedes
-// it; ok is false when one does (or no quote follows), and the caller takes the byte-by-byte path.
-// The common case, a quote within the same block, is small enough to be inlined.
-func (s *scanner) plainEnd(start int) (end int, ok bool) {
+// plainAt returns the index of the closing quote of the string whose body starts at start, when
+// the body is plain and that quote is in the block the body starts in. Otherwise it returns -1
+// when the body is not plain (the caller takes the general reader) and -2 when it is plain up to
+// the end of its block (the caller continues with plainFrom). Small enough to be inlined.
+func plainAt(masks []uint64, start int) int {
 	k := 2 * uint(start>>6)
-	if m := s.masks; k+1 < uint(len(m)) {
-		sh := uint(start & 63)
-		if q := m[k] >> sh; q != 0 {
-			t := bits.TrailingZeros64(q)
-			return start + t, (m[k+1]>>sh)&(1<<t-1) == 0
-		}
+	if k+1 >= uint(len(masks)) {
+		return -1
 	}
-	return s.plainEndFar(start)
+	sh := uint(start & 63)
+	q, sp := masks[k]>>sh, masks[k+1]>>sh
+	// With no quote in the block, t is 64 and the mask below all ones (Go shifts saturate).
+	t := bits.TrailingZeros64(q)
+	if sp&(1<<t-1) != 0 {
+		return -1
+	}
+	if q == 0 {
+		return -2
+	}
+	return start + t
 }
 
-// plainEndFar is plainEnd for a string that does not end in its first block.
-func (s *scanner) plainEndFar(start int) (end int, ok bool) {
-	m := s.masks
-	k := 2 * (start >> 6)
-	if k+1 >= len(m) || m[k+1]>>uint(start&63) != 0 {
-		return 0, false
-	}
-	for k += 2; k+1 < len(m); k += 2 {
-		q, sp := m[k], m[k+1]
+// plainFrom continues plainAt in the blocks after the one holding start.
+func plainFrom(masks []uint64, start int) int {
+	for k := 2 * (start>>6 + 1); k+1 < len(masks); k += 2 {
+		q, sp := masks[k], masks[k+1]
 		if q != 0 {
 			t := bits.TrailingZeros64(q)
-			return (k/2)*64 + t, sp&(1<<t-1) == 0
+			if sp&(1<<t-1) != 0 {
+				return -1
+			}
+			return (k/2)*64 + t
 		}
 		if sp != 0 {
-			return 0, false
+			return -1
 		}
 	}
-	return 0, false
+	return -1
+}
+
+// plainEndAt is plainAt followed, when needed, by plainFrom: the closing quote of a plain string
+// whose body starts at start, or -1.
+func plainEndAt(masks []uint64, start int) int {
+	end := plainAt(masks, start)
+	if end == -2 {
+		end = plainFrom(masks, start)
+	}
+	return end
 }

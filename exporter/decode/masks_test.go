@@ -50,7 +50,7 @@ func TestMasksMatchTheirDefinition(t *testing.T) {
 	}
 }
 
-func TestPlainEnd(t *testing.T) {
+func TestPlainEndAt(t *testing.T) {
 	for _, tc := range []struct {
 		body string // string body after the opening quote
 		end  int    // index of the closing quote, or -1 when the slow path must decide
@@ -68,17 +68,16 @@ func TestPlainEnd(t *testing.T) {
 			data := []byte(strings.Repeat(" ", pad+1))
 			start := len(data)
 			data = append(data, tc.body...)
-			s := scanner{}
-			s.reset(data)
-			end, ok := s.plainEnd(start)
+			end := plainEndAt(buildMasks(data, nil), start)
+			ok := end >= 0
 			if tc.end < 0 {
 				if ok {
-					t.Fatalf("%q at %d: plainEnd = %d, want the slow path", tc.body, start, end)
+					t.Fatalf("%q at %d: plainEndAt = %d, want the slow path", tc.body, start, end)
 				}
 				continue
 			}
 			if !ok || end != start+tc.end {
-				t.Fatalf("%q at %d: plainEnd = %d, %v, want %d", tc.body, start, end, ok, start+tc.end)
+				t.Fatalf("%q at %d: plainEndAt = %d, %v, want %d", tc.body, start, end, ok, start+tc.end)
 			}
 		}
 	}

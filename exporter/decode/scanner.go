@@ -225,7 +225,7 @@ func (s *scanner) str() ([]byte, error) {
 	i := start
 	ascii := true
 	data := s.data
-	if j, ok := s.plainEnd(start); ok {
+	if j := plainEndAt(s.masks, start); j >= 0 {
 		s.pos = j + 1
 		return data[start:j], nil
 	}
@@ -371,7 +371,7 @@ func hex4(data []byte, i int) rune {
 func (s *scanner) skipString() error {
 	data := s.data
 	i := s.pos + 1
-	if j, ok := s.plainEnd(i); ok {
+	if j := plainEndAt(s.masks, i); j >= 0 {
 		s.pos = j + 1
 		return nil
 	}
