@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/loopwatch/loopwatch/catalogue"
+	"github.com/loopwatch/loopwatch/catalogue/cataloguetest"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -158,33 +160,46 @@ func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exposed := map[string]bool{}
-	for _, f := range families {
-		exposed[f.GetName()] = true
-	}
-	declared := map[string]bool{}
-	for _, m := range MetricCatalogue() {
-		declared[m.Name] = true
-		if !exposed[m.Name] {
-			t.Errorf("catalogue metric %s is not exposed", m.Name)
-		}
-	}
-	for name := range exposed {
-		if !declared[name] {
-			t.Errorf("exposed metric %s is missing from the catalogue", name)
-		}
+	if err := cataloguetest.Compare(families, catalogue.FromSource(catalogue.SourceExporter)); err != nil {
+		t.Error(err)
 	}
 }
 
+// The README's metric table has one row per metric: | `name` | type | labels | meaning |.
 func TestReadmeDocumentsEveryMetric(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range MetricCatalogue() {
-		if !strings.Contains(string(readme), "`"+m.Name+"`") {
-			t.Errorf("README.md does not document %s", m.Name)
+	rows := map[string][]string{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 {
+			continue
 		}
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if name, ok := strings.CutPrefix(cells[1], "`loopwatch_audit_"); ok && strings.HasSuffix(name, "`") {
+			rows[strings.Trim(cells[1], "`")] = cells[2:4]
+		}
+	}
+	for _, m := range catalogue.FromSource(catalogue.SourceExporter) {
+		row, ok := rows[m.Name]
+		if !ok {
+			t.Errorf("README.md has no table row for %s", m.Name)
+			continue
+		}
+		delete(rows, m.Name)
+		if row[0] != string(m.Type) {
+			t.Errorf("README.md says %s is a %s, the catalogue a %s", m.Name, row[0], m.Type)
+		}
+		if want := strings.Join(m.Labels, ", "); row[1] != want {
+			t.Errorf("README.md lists the labels of %s as %q, the catalogue %q", m.Name, row[1], want)
+		}
+	}
+	for name := range rows {
+		t.Errorf("README.md documents %s, which the catalogue does not declare", name)
 	}
 }
 

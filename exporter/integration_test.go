@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/exporter/analyze"
 	"github.com/loopwatch/loopwatch/exporter/track"
 	"github.com/loopwatch/loopwatch/internal/stack"
@@ -124,7 +125,7 @@ loopwatch_audit_fight_handoffs{actor_a=%[2]q,actor_b=%[3]q,group="",object_name=
 # HELP loopwatch_audit_replica_race_pods %[5]s
 # TYPE loopwatch_audit_replica_race_pods gauge
 loopwatch_audit_replica_race_pods{actor=%[6]q,group="",object_name="state",object_namespace=%[4]q,resource="configmaps",subresource=""} 2
-`, fightHandoffs.Help, a, b, itNamespace, replicaRacePods.Help, syncer)
+`, catalogue.AuditFightHandoffs.Help, a, b, itNamespace, catalogue.AuditReplicaRacePods.Help, syncer)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"loopwatch_audit_fight_handoffs", "loopwatch_audit_replica_race_pods"); err != nil {
 		t.Error(err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/loopwatch/loopwatch/exporter/cli"
 )
 
 func newRootCommand() *cobra.Command {
@@ -20,12 +22,6 @@ stuck finalizers.
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newGenCommand(), newVersionCommand())
-	for _, c := range extraCommands {
-		root.AddCommand(c())
-	}
+	root.AddCommand(newGenCommand(), cli.NewExporterCommand(), cli.NewAuditCommand(), newVersionCommand())
 	return root
 }
-
-// extraCommands are added by the files that wire in other packages' commands.
-var extraCommands []func() *cobra.Command

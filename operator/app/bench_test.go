@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/loopwatch/loopwatch/instrument"
+	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/operator/controller"
 )
 
@@ -136,7 +136,7 @@ func runVariant(t *testing.T, name string, n int, faults controller.Faults) vari
 	stop()
 	return variantRun{
 		benchResult: benchResult{variant: name, backups: n, ready: ready, wall: wall, reads: reads, writes: writes,
-			calls: sumCounter(t, reg, instrument.APIRequestsTotalName, "")},
+			calls: sumCounter(t, reg, catalogue.ControllerAPIRequestsTotal.Name, "")},
 		variantNamespace: ns,
 	}
 }
@@ -154,8 +154,8 @@ func restartOver(t *testing.T, ns string, n int) (int64, int64) {
 	defer stop()
 	reads0, writes0 := counter.reads.Load(), counter.writes.Load()
 	eventually(t, 10*time.Minute, "the restarted operator to reconcile every object", func() (bool, error) {
-		backups := sumCounter(t, reg, instrument.APIRequestsTotalName, controller.BackupControllerName)
-		snaps := sumCounter(t, reg, instrument.APIRequestsTotalName, controller.SnapshotControllerName)
+		backups := sumCounter(t, reg, catalogue.ControllerAPIRequestsTotal.Name, controller.BackupControllerName)
+		snaps := sumCounter(t, reg, catalogue.ControllerAPIRequestsTotal.Name, controller.SnapshotControllerName)
 		// A Backup reconcile makes two calls (get, list), a Snapshot reconcile one.
 		return backups >= float64(2*n) && snaps >= float64(n), nil
 	})
@@ -176,7 +176,7 @@ func sumCounter(t *testing.T, g prometheus.Gatherer, name, ctrlName string) floa
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if ctrlName == "" || labelValue(m, instrument.LabelController) == ctrlName {
+			if ctrlName == "" || labelValue(m, catalogue.LabelController) == ctrlName {
 				sum += m.GetCounter().GetValue()
 			}
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loopwatch/loopwatch/instrument"
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 // TestBinaryRunsAndServesPlainMetricsOnRequest builds cmd/backup-operator,
@@ -74,7 +74,7 @@ func TestBinaryRunsAndServesPlainMetricsOnRequest(t *testing.T) {
 	})
 	for _, want := range []string{
 		`loopwatch_controller_api_requests_total{access="write",controller="backup",verb="patch"}`,
-		instrument.FinalizerOldestPendingSecondsName + `{controller="snapshot"`,
+		catalogue.ControllerFinalizerOldestPendingSeconds.Name + `{controller="snapshot"`,
 		`controller_runtime_reconcile_total{controller="snapshot",result="success"}`,
 		`leader_election_master_status`,
 	} {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/instrument"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 	"github.com/loopwatch/loopwatch/operator/controller"
@@ -23,11 +24,11 @@ func verbCount(t *testing.T, reg *prometheus.Registry, ctrlName string, verb ins
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != instrument.APIRequestsTotalName {
+		if f.GetName() != catalogue.ControllerAPIRequestsTotal.Name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelValue(m, instrument.LabelController) == ctrlName && labelValue(m, instrument.LabelVerb) == string(verb) {
+			if labelValue(m, catalogue.LabelController) == ctrlName && labelValue(m, catalogue.LabelVerb) == string(verb) {
 				return m.GetCounter().GetValue()
 			}
 		}

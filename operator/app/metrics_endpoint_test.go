@@ -16,7 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/loopwatch/loopwatch/instrument"
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 func freeAddr(t *testing.T) string {
@@ -123,7 +123,7 @@ func TestMetricsEndpointAuthenticatesAndAuthorizes(t *testing.T) {
 			if c.want != http.StatusOK {
 				return
 			}
-			for _, name := range []string{instrument.APIRequestsTotalName, instrument.FinalizerOldestPendingSecondsName,
+			for _, name := range []string{catalogue.ControllerAPIRequestsTotal.Name, catalogue.ControllerFinalizerOldestPendingSeconds.Name,
 				"controller_runtime_reconcile_total", "workqueue_depth"} {
 				if !strings.Contains(body, name) {
 					t.Errorf("/metrics lacks %s", name)

@@ -21,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/converge"
-	"github.com/loopwatch/loopwatch/instrument"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 	"github.com/loopwatch/loopwatch/operator/controller"
 )
@@ -229,7 +229,7 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 	const sla = 30 * time.Second
 	oldest := 0.0
 	eventually(t, sla, "the Snapshot and the Backup to be gone", func() (bool, error) {
-		oldest = max(oldest, gaugeValue(t, reg, instrument.FinalizerOldestPendingSecondsName, controller.BackupControllerName))
+		oldest = max(oldest, gaugeValue(t, reg, catalogue.ControllerFinalizerOldestPendingSeconds.Name, controller.BackupControllerName))
 		for _, obj := range []client.Object{&backupv1.Snapshot{}, &backupv1.Backup{}} {
 			key := client.ObjectKey{Namespace: ns, Name: snaps[0].Name}
 			if _, ok := obj.(*backupv1.Backup); ok {
@@ -247,10 +247,10 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 		t.Fatalf("the archive should still be there after the outage: %v", err)
 	}
 	if oldest < 1 {
-		t.Errorf("%s peaked at %v while the Backup waited on its finalizer, want >= 1s", instrument.FinalizerOldestPendingSecondsName, oldest)
+		t.Errorf("%s peaked at %v while the Backup waited on its finalizer, want >= 1s", catalogue.ControllerFinalizerOldestPendingSeconds.Name, oldest)
 	}
 	eventually(t, 5*time.Second, "the finalizer age to fall back to 0", func() (bool, error) {
-		return gaugeValue(t, reg, instrument.FinalizerOldestPendingSecondsName, controller.BackupControllerName) == 0, nil
+		return gaugeValue(t, reg, catalogue.ControllerFinalizerOldestPendingSeconds.Name, controller.BackupControllerName) == 0, nil
 	})
 
 	op.Store.SetDeleteOutage(false)
@@ -281,7 +281,7 @@ func gaugeValue(t *testing.T, g prometheus.Gatherer, name, ctrlName string) floa
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelValue(m, instrument.LabelController) == ctrlName {
+			if labelValue(m, catalogue.LabelController) == ctrlName {
 				return m.GetGauge().GetValue()
 			}
 		}
