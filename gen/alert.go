@@ -1,7 +1,6 @@
 package gen
 
 import (
-	"strings"
 	"time"
 	"unicode"
 )
@@ -79,13 +78,7 @@ func (a *Alert) mixinName(setting string) string {
 
 // LabelNames are the labels every instance of the alert carries besides severity, with the
 // cluster label named as in cfg.
-func (a *Alert) LabelNames(cfg Config) []string {
-	out := make([]string, len(a.Level.labels))
-	for i, l := range a.Level.labels {
-		out[i] = strings.ReplaceAll(l, clusterRef, cfg.ClusterLabel)
-	}
-	return out
-}
+func (a *Alert) LabelNames(cfg Config) []string { return a.Level.resolve(cfg) }
 
 // exprEnv is what an alert's expression is built from: references to the alert's own settings
 // and to the configured selectors.
@@ -104,3 +97,18 @@ func (e *exprEnv) P(key string) string {
 
 // Selector returns a reference to a configured selector (see builder.selector).
 func (e *exprEnv) Selector(name string) string { return e.b.selector(name) }
+
+// Group is the name of the rule group the alert belongs to.
+func (a *Alert) Group() string {
+	for _, g := range ruleGroups() {
+		for _, x := range g.Alerts {
+			if x == a {
+				return g.Name
+			}
+		}
+	}
+	return ""
+}
+
+// Range says which values the parameter accepts, e.g. "must be positive".
+func (p Param) Range() string { return p.Check.want }

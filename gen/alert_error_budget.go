@@ -1,8 +1,9 @@
 package gen
 
 import (
-	"math"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // Multi-window, multi-burn-rate alerts on the reconcile success objective (The Site Reliability
@@ -83,29 +84,18 @@ func errorShare(before, after float64, step, t, window time.Duration) float64 {
 }
 
 func parseWindow(w string) time.Duration {
-	d, err := parseDuration(w)
+	d, err := model.ParseDuration(w)
 	if err != nil {
 		panic(err)
 	}
-	return d
+	return time.Duration(d)
 }
 
 // burnCases are the cases of a burn-rate alert with conditions conds.
 func burnCases(c *caseEnv, conds []burnCondition) []Case {
 	budget := 1 - c.Objective()
 	l := c.Controller().With("name", "")
-	results := func(errors *Series, rate float64) []*Series {
-		success := Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10)
-		return []*Series{errors, success,
-			Counter("controller_runtime_reconcile_total", l.With("result", "requeue_after"), rate),
-			Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
-		}
-	}
 	// 10 reconciles a second throughout; from `history` on, a share `failing` of them fail.
-	lowest := conds[0].rate
-	for _, cond := range conds {
-		lowest = min(lowest, cond.rate)
-	}
 	failing := conds[0].rate * budget * above
 	if failing >= 1 {
 		failing = conds[0].rate*budget + (1-conds[0].rate*budget)/2
@@ -132,15 +122,7 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 		}
 		return share(first.short)(t)
 	}
-	errorSeries := func(before, after float64, from, to time.Duration) *Series {
-		s := Counter("controller_runtime_reconcile_total", l.With("result", "error"), 10*before).Rate(from, 10*after)
-		if to > 0 {
-			s.Rate(to, 10*before)
-		}
-		return s
-	}
-	// Only the error counter changes: the success counter keeps its rate, so total reconciles
-	// grow by the errors. Keep the total constant instead, as the share formula assumes.
+	// The total stays at 10 reconciles a second, as errorShare assumes: errors replace successes.
 	steady := func(share float64) []*Series {
 		e := Counter("controller_runtime_reconcile_total", l.With("result", "error"), 10*share)
 		s := Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10*(1-share))
@@ -151,8 +133,6 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 		Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10).Rate(history, 10*(1-failing)),
 		Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
 	}
-	_ = errorSeries
-	_ = results
 	cases := []Case{
 		{
 			Name:   "fires when the error ratio burns the budget over both windows of a condition",
@@ -173,24 +153,30 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 			},
 		},
 	}
-	// A short outage (every reconcile failing) too short for any condition.
-	outage := math.Inf(1)
-	for _, cond := range conds {
-		long := float64(parseWindow(cond.long)/sampleInterval - 1)
-		short := float64(parseWindow(cond.short)/sampleInterval - 1)
-		// The condition needs both windows above rate × budget: one of them must stay under.
-		outage = min(outage, max(cond.rate*budget*long, cond.rate*budget*short)*0.9)
+	// An outage (every reconcile failing) too short for any condition: the error ratios peak when
+	// it ends.
+	silent := func(d time.Duration) bool {
+		for _, cond := range conds {
+			th, t := cond.rate*budget, history+d
+			if errorShare(0, 1, history, t, parseWindow(cond.short)) > th && errorShare(0, 1, history, t, parseWindow(cond.long)) > th {
+				return false
+			}
+		}
+		return true
 	}
-	if minutes := int(outage); minutes >= 1 {
-		d := time.Duration(minutes) * sampleInterval
+	var outage time.Duration
+	for d := sampleInterval; d <= 24*time.Hour && silent(d); d += sampleInterval {
+		outage = d
+	}
+	if outage > 0 {
 		cases = append(cases, Case{
 			Name: "stays silent on a short outage",
 			Series: []*Series{
-				Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, 10).Rate(history+d, 0),
-				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10).Rate(history, 0).Rate(history+d, 10),
+				Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, 10).Rate(history+outage, 0),
+				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10).Rate(history, 0).Rate(history+outage, 10),
 				Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
 			},
-			Until: history + d + c.For() + time.Hour,
+			Until: history + outage + c.For() + time.Hour,
 		})
 	}
 	return cases

@@ -8,7 +8,7 @@ import "time"
 var WorkqueueMetricsMissing = &Alert{
 	Key: "workqueueMetricsMissing", Name: "WorkqueueMetricsMissing",
 	Severity: SeverityWarning, For: 15 * time.Minute,
-	Level:    levelTarget.with("controller"),
+	Level: levelTarget.with("controller"),
 	Expr: func(e *exprEnv) string {
 		s := e.Selector("controller")
 		l := levelTarget.with("controller")
@@ -47,7 +47,7 @@ var WorkqueueMetricsMissing = &Alert{
 var ControllerMetricsMissing = &Alert{
 	Key: "controllerMetricsMissing", Name: "ControllerMetricsMissing",
 	Severity: SeverityWarning, For: 15 * time.Minute,
-	Level:    levelUp,
+	Level: levelUp,
 	Expr: func(e *exprEnv) string {
 		s := e.Selector("controllerTargets")
 		on := clusterRef + ", job, instance"

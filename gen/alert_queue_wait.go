@@ -12,7 +12,7 @@ var QueueWaitHigh = &Alert{
 	Severity: SeverityWarning, For: 10 * time.Minute,
 	Params: []Param{
 		{Key: "bucket", Default: 10, Check: bucketOf("workqueue_queue_duration_seconds", workqueueBuckets),
-			Doc: "Queue wait in seconds; must be a bucket bound of workqueue_queue_duration_seconds, so the share above it is exact."},
+			Doc: "Queue wait in seconds: a bucket bound of the histogram, so the share above it is a count, not an interpolation."},
 		{Key: "share", Default: 0.1, Check: ratio,
 			Doc: "Share of the items that waited longer than the bucket above which the alert fires."},
 	},

@@ -10,7 +10,7 @@ var ReconcileSlow = &Alert{
 	Severity: SeverityWarning, For: 15 * time.Minute,
 	Params: []Param{
 		{Key: "bucket", Default: 5, Check: bucketOf("controller_runtime_reconcile_time_seconds", reconcileTimeBuckets),
-			Doc: "Reconcile time in seconds; must be a bucket bound of controller_runtime_reconcile_time_seconds, so the share above it is exact."},
+			Doc: "Reconcile time in seconds: a bucket bound of the histogram, so the share above it is a count, not an interpolation."},
 		{Key: "share", Default: 0.1, Check: ratio,
 			Doc: "Share of the reconciles slower than the bucket above which the alert fires."},
 	},

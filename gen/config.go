@@ -68,9 +68,13 @@ type Groups struct {
 
 // ManifestMeta is the metadata of a generated Kubernetes manifest.
 type ManifestMeta struct {
-	Name      string            `json:"name"`
-	Namespace string            `json:"namespace"`
-	Labels    map[string]string `json:"labels"`
+	// Name of the object.
+	Name string `json:"name"`
+	// Namespace of the object.
+	Namespace string `json:"namespace"`
+	// Labels of the object: the PrometheusRule's must match the Prometheus' ruleSelector, the
+	// ConfigMaps' the Grafana sidecar's label.
+	Labels map[string]string `json:"labels"`
 }
 
 // DashboardsConfig configures the generated dashboards.
@@ -267,7 +271,15 @@ var (
 	nonNegative = bound{func(f float64) bool { return f >= 0 }, "must not be negative"}
 	ratio       = bound{func(f float64) bool { return f > 0 && f < 1 }, "must be a ratio in (0, 1)"}
 	atLeastTwo  = bound{func(f float64) bool { return f >= 2 }, "must be at least 2"}
+	// greaterThanOne is a factor that must make something smaller or larger.
+	greaterThanOne = bound{func(f float64) bool { return f > 1 }, "must be greater than 1"}
 )
+
+// bucketOf accepts the bucket bounds of a histogram: a share of observations above one of them
+// is exact, unlike a quantile interpolated inside a wide bucket.
+func bucketOf(histogram string, bounds []float64) bound {
+	return bound{func(f float64) bool { return slices.Contains(bounds, f) }, fmt.Sprintf("must be a bucket bound of %s (bounds: %v)", histogram, bounds)}
+}
 
 func (v *validator) number(path string, f float64, b bound) {
 	if !b.ok(f) {

@@ -51,11 +51,14 @@ func defaultAlerts() AlertsConfig {
 	return out
 }
 
-// SetFor sets the `for` duration of every alert, e.g. to shorten them in a demo.
-func (c AlertsConfig) SetFor(d time.Duration) {
+// SetFor sets the `for` duration of every alert but those in except, e.g. to shorten them in a
+// demo.
+func (c AlertsConfig) SetFor(d time.Duration, except ...*Alert) {
 	for k, a := range c {
-		a.For = Duration(d)
-		c[k] = a
+		if !slices.ContainsFunc(except, func(e *Alert) bool { return e.Key == k }) {
+			a.For = Duration(d)
+			c[k] = a
+		}
 	}
 }
 

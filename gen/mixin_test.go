@@ -98,7 +98,7 @@ selectors: {controller: 'job="backup-operator"'}
 alerts:
   queueBacklog: {depth: 250, for: 20m}
   reconcileLatency: {bucket: 2.5, share: 0.25}
-  errorBudgetBurn: {objective: 0.995}
+slo: {objective: 0.995}
 dashboards:
   uids: {controller: my-controllers}
 `))

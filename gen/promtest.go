@@ -320,10 +320,4 @@ func (m *Model) expandAnnotations(r Rule, l Labels, value float64) (map[string]s
 }
 
 // AtLevel returns the labels of l an aggregation at level lv keeps.
-func (c *caseEnv) AtLevel(lv level, l Labels) Labels {
-	var names []string
-	for _, n := range lv.labels {
-		names = append(names, strings.ReplaceAll(n, clusterRef, c.cfg.ClusterLabel))
-	}
-	return l.Only(names...)
-}
+func (c *caseEnv) AtLevel(lv level, l Labels) Labels { return l.Only(lv.resolve(c.cfg)...) }

@@ -36,6 +36,9 @@ func (c *caseEnv) crossing(from, limit time.Duration, threshold float64, f func(
 	eps := margin * math.Max(math.Abs(threshold), 1e-9)
 	for t := from; t <= limit; t += sampleInterval {
 		v := f(t)
+		if v == 0 && threshold == 0 {
+			continue // A counter that does not move has a rate of exactly 0.
+		}
 		if math.Abs(v-threshold) < eps {
 			c.errs = append(c.errs, fmt.Errorf("alert %s: a case's value %g at %s is too close to the threshold %g to pin the boundary", c.a.Key, v, fmtDuration(t), threshold))
 			return from
@@ -84,7 +87,7 @@ func (c *caseEnv) rateFiring(before, threshold float64, window time.Duration, la
 func histogram(metric string, l Labels, bounds []float64, perSecond, share, shareAfter float64, at time.Duration) []*Series {
 	var out []*Series
 	for _, b := range bounds {
-		out = append(out, Counter(metric+"_bucket", l.With("le", formatG(b)), perSecond*(1-share)).Rate(at, perSecond*(1-shareAfter)))
+		out = append(out, Counter(metric+"_bucket", l.With("le", formatValue(b)), perSecond*(1-share)).Rate(at, perSecond*(1-shareAfter)))
 	}
 	return append(out,
 		Counter(metric+"_bucket", l.With("le", "+Inf"), perSecond),

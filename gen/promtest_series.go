@@ -71,7 +71,7 @@ type Series struct {
 	// counter series are rendered from an offset above zero (see counterStart).
 	counter bool
 	from    time.Duration
-	until  time.Duration // 0: until the end of the case
+	until   time.Duration // 0: until the end of the case
 }
 
 // segment2 is one linear piece of a series: from At on, the value is Value + PerSample·k for the
@@ -136,11 +136,11 @@ func (s *Series) valueAt(t time.Duration) float64 {
 // values renders the series in promtool's expanding notation for the samples at 0, 1m, ... end.
 func (s *Series) values(end time.Duration) string {
 	var out []string
-	gap := func(n int) {
+	gap := func(n int) { // '_xn' is n missing samples
 		if n == 1 {
 			out = append(out, "_")
 		} else if n > 1 {
-			out = append(out, fmt.Sprintf("_x%d", n-1))
+			out = append(out, fmt.Sprintf("_x%d", n))
 		}
 	}
 	samples := func(d time.Duration) int { return int(d / sampleInterval) }

@@ -32,7 +32,9 @@ var recQueueAdds = &Recording{
 	Expr: func(e *exprEnv) string {
 		return sumBy(levelController, rate(sel("workqueue_adds_total", e.Selector("controller"), hasController), "5m"))
 	},
-	Cases: func(c *caseEnv) []ExprCase { return counterRateCase(c, "workqueue_adds_total", c.Controller(), levelController) },
+	Cases: func(c *caseEnv) []ExprCase {
+		return counterRateCase(c, "workqueue_adds_total", c.Controller(), levelController)
+	},
 }
 
 // recQueueCompletions: a completed item observes workqueue_work_duration_seconds once, so its
@@ -100,8 +102,8 @@ var recReconcileMean = &Recording{
 
 // recErrorRatio5m is the share of reconciles that returned an error over 5 minutes.
 var recErrorRatio5m = &Recording{
-	Name: recErrorRatioName("5m"),
-	Expr: func(e *exprEnv) string { return errorRatio(e.Selector("controller"), "5m") },
+	Name:  recErrorRatioName("5m"),
+	Expr:  func(e *exprEnv) string { return errorRatio(e.Selector("controller"), "5m") },
 	Cases: func(c *caseEnv) []ExprCase { return errorRatioCase(c, 10*time.Minute) },
 }
 

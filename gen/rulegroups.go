@@ -74,3 +74,20 @@ func alertKeys() []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// enabledAlerts returns the alerts the config generates: their group is on and they are not
+// disabled.
+func (b *builder) enabledAlerts() []*Alert {
+	var out []*Alert
+	for _, g := range ruleGroups() {
+		if !g.On(b.cfg.Groups) {
+			continue
+		}
+		for _, a := range g.Alerts {
+			if !b.cfg.Alerts[a.Key].Disabled {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
