@@ -144,6 +144,9 @@ dashboards:
 
 // The promtool unit tests in testrules/ pass against the rules rendered from the mixin.
 func TestTestrulesPassOnMixinRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs promtool")
+	}
 	promtool := promtoolPath(t)
 	dir := t.TempDir()
 	rules, _ := json.Marshal(evalMixin(t, filepath.Join(repoRoot, MixinDir), mixinRules))

@@ -297,26 +297,36 @@ func renderSeries(ss []*Series, end time.Duration) []inputSeries {
 func fmtDuration(d time.Duration) string { return model.Duration(d).String() }
 
 // expandAnnotations renders an alert's annotations as Prometheus does for an instance with these
-// labels and value: the same template functions, the same missing-key behaviour.
+// labels and value.
 func (m *Model) expandAnnotations(r Rule, l Labels, value float64) (map[string]string, error) {
 	out := map[string]string{}
+	for k, text := range m.annotations(r) {
+		v, err := m.expandText(text, l, value)
+		if err != nil {
+			return nil, fmt.Errorf("annotation %s: %w", k, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// expandText renders one alert template as Prometheus does: the same template functions, the
+// same variables, the same missing-key behaviour.
+func (m *Model) expandText(text string, l Labels, value float64) (string, error) {
 	data := struct {
 		Labels map[string]string
 		Value  float64
 	}{l, value}
-	for k, text := range m.annotations(r) {
-		t, err := template.New(k).Funcs(alertTemplateFuncs).Option("missingkey=zero").
-			Parse("{{$labels := .Labels}}{{$value := .Value}}" + text)
-		if err != nil {
-			return nil, fmt.Errorf("annotation %s: %w", k, err)
-		}
-		var b strings.Builder
-		if err := t.Execute(&b, data); err != nil {
-			return nil, fmt.Errorf("annotation %s: %w", k, err)
-		}
-		out[k] = b.String()
+	t, err := template.New("alert").Funcs(alertTemplateFuncs).Option("missingkey=zero").
+		Parse("{{$labels := .Labels}}{{$value := .Value}}" + text)
+	if err != nil {
+		return "", err
 	}
-	return out, nil
+	var b strings.Builder
+	if err := t.Execute(&b, data); err != nil {
+		return "", err
+	}
+	return b.String(), nil
 }
 
 // AtLevel returns the labels of l an aggregation at level lv keeps.

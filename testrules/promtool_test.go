@@ -80,6 +80,9 @@ func TestGeneratedTestsPassForOtherConfigs(t *testing.T) {
 // rule_files resolve as they do for `make test-rules`.
 func runPromtool(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs promtool (make unit skips real components)")
+	}
 	bin, err := filepath.Abs(promtoolPath)
 	if err != nil {
 		t.Fatalf("resolve promtool path: %v", err)
