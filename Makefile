@@ -16,8 +16,9 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: generate
-generate: generate-operator ## Rebuild rules/, dashboards/ and jsonnet/ from the model (gen/), and the operator's generated code.
+generate: generate-operator ## Rebuild rules/, dashboards/, jsonnet/, testrules/ and the reference docs from the declarations (gen/), and the operator's generated code.
 	$(GO) run ./cmd/loopwatch gen --out .
+	$(GO) run ./internal/refdocs
 
 .PHONY: generate-operator
 generate-operator: $(BIN)/controller-gen ## Regenerate the operator's deepcopy, CRDs and RBAC role with controller-gen.
@@ -29,10 +30,12 @@ generate-operator: $(BIN)/controller-gen ## Regenerate the operator's deepcopy, 
 check-generated: $(BIN)/controller-gen ## Fail when the committed generated files differ from what the generators write.
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(GO) run ./cmd/loopwatch gen --out "$$tmp"; \
-	for d in rules dashboards jsonnet; do \
+	for d in rules dashboards jsonnet testrules; do \
 	  [ -d "$$tmp/$$d" ] || continue; \
-	  diff -r "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
+	  diff -r -x '*.go' -x scenarios "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
 	done
+	@$(GO) run ./internal/refdocs
+	@git diff --exit-code --stat -- docs/configuration.md docs/runbooks/README.md || { echo "reference docs are stale: run 'make generate' and commit" >&2; exit 1; }
 	@$(MAKE) -s generate-operator
 	@git diff --exit-code --stat -- operator/api operator/config || { echo "operator's generated code is stale: run 'make generate' and commit" >&2; exit 1; }
 	@echo "generated files are fresh"
@@ -45,7 +48,11 @@ lint: ## gofmt and go vet.
 .PHONY: test-rules
 test-rules: $(BIN)/promtool ## promtool check + unit tests of the generated rules.
 	$(BIN)/promtool check rules rules/loopwatch.rules.yaml
-	$(BIN)/promtool test rules testrules/*.yaml
+	$(BIN)/promtool test rules testrules/*.test.yaml testrules/scenarios/*.test.yaml
+
+.PHONY: unit
+unit: lint ## The fast loop: gofmt, go vet and every Go test that needs no real component (go test -short).
+	$(GO) test -short -count=1 ./...
 
 .PHONY: test
 test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/loopwatch/loopwatch/gen"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -255,17 +256,17 @@ var stagedIncidents = []struct {
 }{
 	{
 		name:   "the editor and the controller fight over alpha",
-		alert:  "LoopwatchWriteFight",
+		alert:  gen.WriteFight.FullName(),
 		labels: map[string]string{"object_name": "alpha", "actor_a": "editor", "actor_b": "system:serviceaccount:" + workloadNamespace + ":mirror-controller"},
 	},
 	{
 		name:   "the editor rewrites hot alone many times a second",
-		alert:  "LoopwatchHotObject",
+		alert:  gen.HotObject.FullName(),
 		labels: map[string]string{"object_name": "hot", "actor": "editor"},
 	},
 	{
 		name:   "two pods of the racer service account write raced",
-		alert:  "LoopwatchReplicaRace",
+		alert:  gen.ReplicaRace.FullName(),
 		labels: map[string]string{"object_name": "raced", "actor": "system:serviceaccount:" + workloadNamespace + ":racer"},
 	},
 }
@@ -273,13 +274,13 @@ var stagedIncidents = []struct {
 // mustStaySilent are alerts whose expression must not match at all in this run, with the reason.
 // A false positive here would page someone for a healthy controller or audit pipeline.
 var mustStaySilent = map[string]string{
-	"LoopwatchControllerMetricsMissing":  "the controller is scraped and exports its metrics",
-	"LoopwatchWorkqueueMetricsMissing":   "the controller's workqueue metrics are registered",
-	"LoopwatchLeaderMissing":             "the only manager holds its lease",
-	"LoopwatchLeaderMultiple":            "a single manager runs",
-	"LoopwatchAuditExporterNotReceiving": "kube-apiserver posts a batch every second",
-	"LoopwatchAuditExporterDropping":     "the exporter drops nothing at this volume",
-	"LoopwatchAuditWebhookErrors":        "the exporter accepts every batch",
+	gen.ControllerMetricsMissing.FullName():  "the controller is scraped and exports its metrics",
+	gen.WorkqueueMetricsMissing.FullName():   "the controller's workqueue metrics are registered",
+	gen.LeaderMissing.FullName():             "the only manager holds its lease",
+	gen.LeaderMultiple.FullName():            "a single manager runs",
+	gen.AuditExporterNotReceiving.FullName(): "kube-apiserver posts a batch every second",
+	gen.AuditExporterDropping.FullName():     "the exporter drops nothing at this volume",
+	gen.AuditWebhookErrors.FullName():        "the exporter accepts every batch",
 }
 
 // alertNames lists the alerting rules in the rule files.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-
-	"github.com/prometheus/common/model"
 )
 
 // checkFields walks a decoded YAML document against the Config type and reports every unknown
@@ -18,15 +16,12 @@ func checkFields(v *validator, doc any, t reflect.Type, path string) {
 		}
 		return path + "." + key
 	}
-	if t == reflect.TypeFor[Duration]() {
-		s, ok := doc.(string)
-		if !ok {
-			v.add(path, "must be a duration string like \"15m\", got %v", doc)
-			return
-		}
-		if _, err := model.ParseDuration(s); err != nil {
-			v.add(path, "%v", err)
-		}
+	switch t {
+	case reflect.TypeFor[Duration]():
+		checkDuration(v, doc, path)
+		return
+	case reflect.TypeFor[AlertsConfig]():
+		checkAlerts(v, doc, path)
 		return
 	}
 	switch t.Kind() {

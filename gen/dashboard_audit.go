@@ -55,7 +55,7 @@ func (b *builder) auditDashboard() Dashboard {
 					{expr: sumByLabels([]string{"actor"}, writes(`verb="patch"`)), legend: "{{actor}} patch (audit)"},
 				}},
 			{title: "Lists and watches by actor", unit: "ops",
-				description: "Relist storms (seed 004). Needs an audit policy that records list and watch.",
+				description: "Informers relisting after their watches expire (410 Gone) show as bursts of lists, or of watches for clients with WatchList on. Needs an audit policy that records list and watch.",
 				targets:     []targetSpec{{expr: sumByLabels([]string{"actor", "verb", "resource"}, rate(sel("loopwatch_audit_reads_total", ex, cluster, actor), "$__rate_interval")), legend: "{{actor}} {{verb}} {{resource}}"}}},
 		}},
 	}

@@ -230,6 +230,7 @@ func (m *Model) Lint() error {
 			}
 		}
 	}
+	errs = append(errs, m.checkAlertPanels()...)
 	for _, d := range m.Dashboards {
 		v, err := m.DashboardJSON(d)
 		if err != nil {
@@ -244,4 +245,25 @@ func (m *Model) Lint() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkAlertPanels reports alerts whose declared panel is not on the generated dashboard.
+func (m *Model) checkAlertPanels() []error {
+	titles := map[PanelRef]bool{}
+	generated := map[string]bool{}
+	for _, d := range m.Dashboards {
+		generated[d.Key] = true
+		for _, p := range d.Board.Panels {
+			titles[PanelRef{d.Key, p.Title}] = true
+		}
+	}
+	var errs []error
+	for _, g := range m.Groups {
+		for _, r := range g.Rules {
+			if a := r.Decl; a != nil && generated[a.Panel.Dashboard] && !titles[a.Panel] {
+				errs = append(errs, fmt.Errorf("alert %s: dashboard %q has no panel %q", a.FullName(), a.Panel.Dashboard, a.Panel.Title))
+			}
+		}
+	}
+	return errs
 }

@@ -68,7 +68,11 @@ func (m *Model) Files() ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(files, mixin...), nil
+	tests, err := m.testFiles()
+	if err != nil {
+		return nil, err
+	}
+	return append(append(files, mixin...), tests...), nil
 }
 
 // kustomization lets kustomize overlays use a generated directory as a base (the operator's

@@ -206,7 +206,7 @@
             'for': "%(writeFightFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other (seed 004: two controllers fighting over a ServiceAccount's annotations). Find which field both set: kubectl get --show-managed-fields, and the writes-by-actor panel.",
+              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field. Find which field both set: kubectl get --show-managed-fields, and the writes-by-actor panel.",
               runbook_url: "%(runbookBaseURL)sLoopwatchWriteFight.md" % $._config,
               summary: "Two actors keep overwriting each other's writes to one object.",
             },
@@ -217,7 +217,7 @@
             'for': "%(hotObjectFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself (seed 002).",
+              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotObject.md" % $._config,
               summary: "One actor rewrites one object at a high rate.",
             },
@@ -228,7 +228,7 @@
             'for': "%(replicaRaceFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $value }} pods of {{ $labels.actor }} wrote {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease (seed 000).",
+              description: "{{ $value }} pods of {{ $labels.actor }} wrote {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease.",
               runbook_url: "%(runbookBaseURL)sLoopwatchReplicaRace.md" % $._config,
               summary: "Several replicas of one controller write the same object.",
             },
@@ -250,7 +250,7 @@
             'for': "%(relistStormFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server (seed 004). Needs an audit policy that records list at Metadata level.",
+              description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list at Metadata level.",
               runbook_url: "%(runbookBaseURL)sLoopwatchRelistStorm.md" % $._config,
               summary: "An actor lists a resource at a high rate.",
             },

@@ -219,7 +219,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "A queue grows while adds outpace completions (work_duration count).",
+          "description": "A queue grows while adds outpace completions (work_duration count). Alerts: LoopwatchQueueBacklog, LoopwatchWorkqueueMetricsMissing.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -403,7 +403,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "How long the oldest in-flight reconcile has been running (a gauge).",
+          "description": "How long the oldest in-flight reconcile has been running (a gauge). Alerts: LoopwatchProcessorStuck.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -502,7 +502,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Time items spent in the queue before a worker picked them up.",
+          "description": "Time items spent in the queue before a worker picked them up. Alerts: LoopwatchQueueWaitHigh.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -688,7 +688,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "requeue_after is a healthy scheduled requeue; error is a failed reconcile.",
+          "description": "requeue_after is a healthy scheduled requeue; error is a failed reconcile. Alerts: LoopwatchReconcileErrors, LoopwatchHotLoop, LoopwatchControllerMetricsMissing, LoopwatchErrorBudgetBurnFast, LoopwatchErrorBudgetBurnSlow.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -894,6 +894,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Alerts: LoopwatchReconcileSlow.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -954,7 +955,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "A p50 far below usual with a high reconcile rate is seed 002's hot loop.",
+          "description": "A p50 far below usual with a high reconcile rate: a controller re-triggering itself with writes that change nothing.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1158,7 +1159,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "From loopwatch's instrument package; empty for uninstrumented controllers.",
+          "description": "From loopwatch's instrument package; empty for uninstrumented controllers. Alerts: LoopwatchFinalizerStuck.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1350,7 +1351,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Seed 002's line: above 10/s sustained a controller is likely patching in a loop.",
+          "description": "Sustained above %(patchRateThreshold)g/s, a controller is most likely patching in a loop. Alerts: LoopwatchPatchRateHigh." % $._config,
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1437,7 +1438,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Per controller where instrumented (loopwatch instrument package), per process otherwise.",
+          "description": "Per controller where instrumented (loopwatch instrument package), per process otherwise. Alerts: LoopwatchAPICallsPerReconcileHigh.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1639,7 +1640,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Exactly one pod should report 1 per lease.",
+          "description": "Exactly one pod should report 1 per lease. Alerts: LoopwatchLeaderMissing, LoopwatchLeaderMultiple, LoopwatchLeaderFlapping.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -2291,7 +2292,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Updates from stale reads, or two writers racing for the same objects.",
+          "description": "Updates from stale reads, or two writers racing for the same objects. Alerts: LoopwatchConflictStorm.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -2434,7 +2435,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Objects written alternately by two actors at least N times within the fight window (value: handoffs).",
+          "description": "Objects written alternately by two actors at least N times within the fight window (value: handoffs). Alerts: LoopwatchWriteFight.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -2471,7 +2472,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "One actor rewriting one object faster than the threshold (value: writes per second).",
+          "description": "One actor rewriting one object faster than the threshold (value: writes per second). Alerts: LoopwatchHotObject.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -2508,7 +2509,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Objects written by several pods of one actor within the race window (value: pods).",
+          "description": "Objects written by several pods of one actor within the race window (value: pods). Alerts: LoopwatchReplicaRace.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -2659,7 +2660,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Relist storms (seed 004). Needs an audit policy that records list and watch.",
+          "description": "Informers relisting after their watches expire (410 Gone) show as bursts of lists, or of watches for clients with WatchList on. Needs an audit policy that records list and watch. Alerts: LoopwatchRelistStorm.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3021,7 +3022,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Rejected requests are retried by the API server 4 more times, then its events are dropped.",
+          "description": "Rejected requests are retried by the API server 4 more times, then its events are dropped. Alerts: LoopwatchAuditExporterDropping.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3195,6 +3196,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Alerts: LoopwatchAuditExporterNotReceiving.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3474,7 +3476,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "apiserver_audit_error_total: events the API server could not deliver (webhook) or buffer (buffered).",
+          "description": "apiserver_audit_error_total: events the API server could not deliver (webhook) or buffer (buffered). Alerts: LoopwatchAuditWebhookErrors.",
           "editable": false,
           "error": false,
           "fieldConfig": {
