@@ -15,6 +15,7 @@ import (
 
 	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 var (
@@ -67,14 +68,14 @@ func TestBenchmarkReferenceVsNPlusOne(t *testing.T) {
 		t.Skip("benchmark not requested: set OPERATOR_BENCH=1 or -operator.bench")
 	}
 	n := *benchBackups
-	ref := runVariant(t, "reference", n, controller.Faults{})
+	ref := runVariant(t, "reference", n, faults.Modes{})
 	t.Log(ref.benchResult)
 	if ref.ready < n {
 		t.Fatalf("the reference operator did not make %d Backups Ready within %s", n, *benchCap)
 	}
 	restartWrites, restartReads := restartOver(t, ref.variantNamespace, n)
 	t.Logf("restart over %d Ready Backups: %d writes, %d reads", n, restartWrites, restartReads)
-	bad := runVariant(t, "n-plus-one", n, controller.Faults{NPlusOne: true})
+	bad := runVariant(t, "n-plus-one", n, faults.Modes{NPlusOne: true})
 	t.Log(bad.benchResult)
 
 	var b strings.Builder
@@ -104,14 +105,14 @@ type variantRun struct {
 	variantNamespace string
 }
 
-func runVariant(t *testing.T, name string, n int, faults controller.Faults) variantRun {
+func runVariant(t *testing.T, name string, n int, modes faults.Modes) variantRun {
 	t.Helper()
 	ctx := context.Background()
 	ns := newNamespace(t, "bench-"+name)
 	createAppObjects(t, ns, "shop")
 	counter := &requestCounter{}
 	o := testOptions(t)
-	o.Faults = faults
+	o.Faults = modes
 	o.Namespaces = []string{ns}
 	reg := prometheus.NewRegistry()
 	o.Registerer = reg

@@ -34,7 +34,8 @@ func (c *steppingClock) Now() time.Time {
 func (c *steppingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // frozenSnapshots is a cache that never shows a Snapshot created after its
-// first list: the informer lag of seed 003, made deterministic.
+// first list: an informer lagging behind the controller's own creates, made
+// deterministic.
 type frozenSnapshots struct {
 	client.Client
 	mu     sync.Mutex

@@ -25,6 +25,7 @@ import (
 	"github.com/loopwatch/loopwatch/converge"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 func TestHappyPathWritesAnArchiveAndReportsReady(t *testing.T) {
@@ -108,7 +109,7 @@ func archiveNames(t *testing.T, data []byte) []string {
 
 // convergeTargets drives fresh Backup and Snapshot reconcilers over every
 // object of ns, reading through c (a started operator's cached client).
-func convergeTargets(ns string, c client.Client, stores controller.Stores, faults controller.Faults) []converge.Target {
+func convergeTargets(ns string, c client.Client, stores controller.Stores, modes faults.Modes) []converge.Target {
 	list := func(l client.ObjectList) func(ctx context.Context) ([]reconcile.Request, error) {
 		return func(ctx context.Context) ([]reconcile.Request, error) {
 			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
@@ -132,7 +133,8 @@ func convergeTargets(ns string, c client.Client, stores controller.Stores, fault
 		{
 			Name: "backup",
 			New: func(cl client.Client) reconcile.Reconciler {
-				return controller.NewBackupReconciler(controller.BackupReconciler{Client: cl, APIReader: cl, Stores: stores, Faults: faults})
+				r := controller.NewBackupReconciler(controller.BackupReconciler{Client: cl, Stores: stores})
+				return faults.BackupDecorator{Modes: modes, APIReader: cl}.Wrap(cl, r)
 			},
 			Requests: list(&backupv1.BackupList{}),
 			MaxCalls: 3,
@@ -163,7 +165,7 @@ func TestReconcileOfAnUpToDateBackupMakesNoWrites(t *testing.T) {
 		return n == 3, err
 	})
 	stores := controller.Stores{controller.DefaultStoreName: op.Store}
-	rep := converge.Assert(ctx, t, converge.Config{Client: op.Manager.GetClient(), Targets: convergeTargets(ns, op.Manager.GetClient(), stores, controller.Faults{})})
+	rep := converge.Assert(ctx, t, converge.Config{Client: op.Manager.GetClient(), Targets: convergeTargets(ns, op.Manager.GetClient(), stores, faults.Modes{})})
 	if rep.Reconciles != 6 || len(rep.Writes) != 0 {
 		t.Errorf("final pass: %d reconciles, %d writes; want 6 reconciles, 0 writes", rep.Reconciles, len(rep.Writes))
 	}
@@ -185,13 +187,13 @@ func TestConvergeCatchesTheHotLoopFault(t *testing.T) {
 	stores := controller.Stores{controller.DefaultStoreName: op.Store}
 	rep, err := converge.Run(ctx, converge.Config{
 		Client:    op.Manager.GetClient(),
-		Targets:   convergeTargets(ns, op.Manager.GetClient(), stores, controller.Faults{HotLoop: true}),
+		Targets:   convergeTargets(ns, op.Manager.GetClient(), stores, faults.Modes{HotLoop: true}),
 		MaxPasses: 3, Settle: 100 * time.Millisecond,
 	})
 	if err == nil {
 		t.Fatal("converge passed a reconciler that patches a timestamp on every reconcile")
 	}
-	if !strings.Contains(err.Error(), controller.HotLoopAnnotation) || len(rep.Writes) == 0 {
+	if !strings.Contains(err.Error(), faults.HotLoopAnnotation) || len(rep.Writes) == 0 {
 		t.Errorf("the failure does not name the offending write: %v", err)
 	}
 	t.Logf("converge reported: %v", err)

@@ -1,5 +1,5 @@
 // Package app wires the backup operator's manager: cache, controllers, store,
-// metrics, leader election and fault modes. The binary (cmd/backup-operator),
+// metrics, leader election, and the fault modes of package faults. The binary (cmd/backup-operator),
 // the tests and the demo all start it through Options and New.
 package app
 
@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
-	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 // Options configure the operator. The zero value plus Defaults is a sane
@@ -59,8 +59,8 @@ type Options struct {
 	KubeQPS   float32
 	KubeBurst int
 
-	// Faults are the injected bugs, all off by default.
-	Faults controller.Faults
+	// Faults are the failures package faults injects, all off by default.
+	Faults faults.Modes
 	// FightAs is the user the fight fault's second writer impersonates (for
 	// example "system:serviceaccount:backup-system:tier-controller"); empty
 	// keeps the operator's identity with its own user agent.
@@ -77,7 +77,8 @@ type Options struct {
 	Clock clock.Clock
 }
 
-// Defaults returns the production defaults.
+// Defaults are the production settings (leader election on, metrics over
+// HTTPS, every fault off); the flags start from them.
 func Defaults() Options {
 	return Options{
 		MetricsAddr:             ":8443",
@@ -93,7 +94,7 @@ func Defaults() Options {
 		KubeQPS:                 50,
 		KubeBurst:               100,
 		FightInterval:           time.Second,
-		Faults:                  controller.Faults{NPlusOneFanout: 50},
+		Faults:                  faults.Modes{NPlusOneFanout: 50},
 	}
 }
 
@@ -120,15 +121,15 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var(float32Value{&o.KubeQPS}, "kube-api-qps", "Client requests per second to the API server.")
 	fs.IntVar(&o.KubeBurst, "kube-api-burst", o.KubeBurst, "Client burst to the API server.")
 
-	fs.BoolVar(&o.Faults.HotLoop, "fault-hot-loop", o.Faults.HotLoop, "FAULT: patch a timestamp annotation on every reconcile without a generation predicate (seed 002).")
-	fs.BoolVar(&o.Faults.NPlusOne, "fault-n-plus-one", o.Faults.NPlusOne, "FAULT: list every Backup and GET each one uncached on every reconcile (seed 000).")
+	fs.BoolVar(&o.Faults.HotLoop, "fault-hot-loop", o.Faults.HotLoop, "FAULT: patch a timestamp annotation on every reconcile and watch Backups without a predicate, so the controller wakes itself in a loop.")
+	fs.BoolVar(&o.Faults.NPlusOne, "fault-n-plus-one", o.Faults.NPlusOne, "FAULT: list every Backup and GET each one uncached on every reconcile (N+1 API calls).")
 	fs.IntVar(&o.Faults.NPlusOneFanout, "fault-n-plus-one-fanout", o.Faults.NPlusOneFanout, "FAULT: per-object GETs per reconcile in --fault-n-plus-one.")
-	fs.DurationVar(&o.Faults.SlowStore, "fault-slow-store", o.Faults.SlowStore, "FAULT: add this latency to every store call, e.g. 45s (seed 000).")
-	fs.BoolVar(&o.Faults.StoreOutage, "fault-store-outage", o.Faults.StoreOutage, "FAULT: store deletes hang until their timeout (seed 000).")
-	fs.BoolVar(&o.Faults.Fight, "fault-fight", o.Faults.Fight, "FAULT: a second writer fights the controller over an annotation (seed 004).")
+	fs.DurationVar(&o.Faults.SlowStore, "fault-slow-store", o.Faults.SlowStore, "FAULT: add this latency to every store call, e.g. 45s (slow reconciles).")
+	fs.BoolVar(&o.Faults.StoreOutage, "fault-store-outage", o.Faults.StoreOutage, "FAULT: store deletes hang until their timeout (a store outage during deletions).")
+	fs.BoolVar(&o.Faults.Fight, "fault-fight", o.Faults.Fight, "FAULT: a second writer fights the controller over an annotation.")
 	fs.StringVar(&o.FightAs, "fault-fight-as", o.FightAs, "FAULT: user the second writer impersonates.")
-	fs.BoolVar(&o.Faults.NoLeaderElection, "fault-no-leader-election", o.Faults.NoLeaderElection, "FAULT: run without leader election so replicas race (seed 000).")
-	fs.DurationVar(&o.Faults.MassUpdateEvery, "fault-mass-update-every", o.Faults.MassUpdateEvery, "FAULT: touch and requeue every Backup at this period (seed 000).")
+	fs.BoolVar(&o.Faults.NoLeaderElection, "fault-no-leader-election", o.Faults.NoLeaderElection, "FAULT: run without leader election so replicas race.")
+	fs.DurationVar(&o.Faults.MassUpdateEvery, "fault-mass-update-every", o.Faults.MassUpdateEvery, "FAULT: touch and requeue every Backup at this period (periodic load spikes).")
 	fs.BoolVar(&o.Faults.FailingStore, "fault-failing-store", o.Faults.FailingStore, "FAULT: every store write fails (error storm).")
 }
 

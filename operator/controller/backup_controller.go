@@ -34,30 +34,25 @@ const expectationWait = 2 * time.Second
 type BackupReconciler struct {
 	// Client reads from the cache and writes to the API server; instrument it.
 	Client client.Client
-	// APIReader reads straight from the API server; only the N+1 fault uses it.
-	APIReader client.Reader
 	// Stores resolves a Backup's storeRef.
 	Stores Stores
 	// Clock is the time source.
 	Clock clock.PassiveClock
 	// DeleteTimeout bounds the store clean-up of the finalizer.
 	DeleteTimeout time.Duration
-	// Faults are the injected bugs, all off by default.
-	Faults Faults
 
 	expectations *expectations
 }
 
-// NewBackupReconciler fills in defaults.
+// NewBackupReconciler fills in the defaults (real clock, 10 s delete timeout)
+// and the expectations a BackupReconciler literal lacks; use it rather than
+// the literal.
 func NewBackupReconciler(r BackupReconciler) *BackupReconciler {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
 	if r.DeleteTimeout <= 0 {
 		r.DeleteTimeout = 10 * time.Second
-	}
-	if r.Faults.NPlusOneFanout <= 0 {
-		r.Faults.NPlusOneFanout = 50
 	}
 	r.expectations = newExpectations(r.Clock, time.Minute)
 	return &r
@@ -86,10 +81,6 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, fmt.Errorf("add finalizer to %q: %w", req, err)
 		}
-	}
-
-	if err := r.applyMetadataFaults(ctx, b); err != nil {
-		return ctrl.Result{}, err
 	}
 
 	now := r.Clock.Now()
@@ -130,37 +121,11 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	return result, nil
 }
 
-// snapshots reads the Backup's Snapshots from the cache through the index; in
-// the N+1 fault mode it does what seed 000's controller did instead.
+// snapshots reads the Backup's Snapshots from the cache through the index,
+// never by listing every Snapshot or going to the API server.
 func (r *BackupReconciler) snapshots(ctx context.Context, b *backupv1.Backup) ([]backupv1.Snapshot, error) {
-	if r.Faults.NPlusOne {
-		return r.snapshotsNPlusOne(ctx, b)
-	}
 	list := &backupv1.SnapshotList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{SnapshotBackupIndex: b.Name}); err != nil {
-		return nil, fmt.Errorf("list snapshots of %s/%s: %w", b.Namespace, b.Name, err)
-	}
-	return list.Items, nil
-}
-
-// snapshotsNPlusOne is the seed's bad reconcile: list every Backup of the
-// namespace from the API server, GET each one, then list Snapshots uncached.
-func (r *BackupReconciler) snapshotsNPlusOne(ctx context.Context, b *backupv1.Backup) ([]backupv1.Snapshot, error) {
-	all := &backupv1.BackupList{}
-	if err := r.APIReader.List(ctx, all, client.InNamespace(b.Namespace)); err != nil {
-		return nil, fmt.Errorf("list all backups of %q: %w", b.Namespace, err)
-	}
-	for i := range all.Items {
-		if i >= r.Faults.NPlusOneFanout {
-			break
-		}
-		other := &backupv1.Backup{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(&all.Items[i]), other); client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("get backup %s/%s: %w", all.Items[i].Namespace, all.Items[i].Name, err)
-		}
-	}
-	list := &backupv1.SnapshotList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{SnapshotBackupLabel: b.Name}); err != nil {
 		return nil, fmt.Errorf("list snapshots of %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	return list.Items, nil
@@ -217,8 +182,9 @@ func (r *BackupReconciler) createSnapshot(ctx context.Context, b *backupv1.Backu
 }
 
 // finalize removes the Backup's archives from its store, bounded by
-// DeleteTimeout: when the store is down the finalizer is removed anyway (seed
-// 000's 30 s deletion SLA) and the orphan collector cleans up later.
+// DeleteTimeout: when the store is down the finalizer is removed anyway, so a
+// deletion completes within its 30 s SLA, and the orphan collector cleans up
+// later.
 func (r *BackupReconciler) finalize(ctx context.Context, b *backupv1.Backup) error {
 	if !controllerutil.ContainsFinalizer(b, backupv1.BackupFinalizer) {
 		return nil
@@ -244,34 +210,5 @@ func (r *BackupReconciler) finalize(ctx context.Context, b *backupv1.Backup) err
 		return fmt.Errorf("remove finalizer from %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	r.expectations.forget(client.ObjectKeyFromObject(b).String())
-	return nil
-}
-
-// applyMetadataFaults writes what the hot-loop and fight faults write.
-func (r *BackupReconciler) applyMetadataFaults(ctx context.Context, b *backupv1.Backup) error {
-	if !r.Faults.HotLoop && !r.Faults.Fight {
-		return nil
-	}
-	orig := b.DeepCopy()
-	ann := b.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	changed := false
-	if r.Faults.HotLoop {
-		ann[HotLoopAnnotation] = r.Clock.Now().UTC().Format(time.RFC3339Nano)
-		changed = true
-	}
-	if r.Faults.Fight && ann[FightAnnotation] != ControllerTier {
-		ann[FightAnnotation] = ControllerTier
-		changed = true
-	}
-	if !changed {
-		return nil
-	}
-	b.SetAnnotations(ann)
-	if err := r.Client.Patch(ctx, b, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patch annotations of %s/%s: %w", b.Namespace, b.Name, err)
-	}
 	return nil
 }

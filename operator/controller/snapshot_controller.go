@@ -39,7 +39,8 @@ type SnapshotReconciler struct {
 	DeleteTimeout time.Duration
 }
 
-// NewSnapshotReconciler fills in defaults.
+// NewSnapshotReconciler fills in the defaults: real clock, 1 min put timeout,
+// 10 s delete timeout.
 func NewSnapshotReconciler(r SnapshotReconciler) *SnapshotReconciler {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}

@@ -1,21 +1,22 @@
-package controller
+package faults
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 )
 
-// Fighter is the second writer of the fight fault mode (seed 004): it keeps
-// setting FightAnnotation to FighterTier on every Backup while the Backup
-// controller sets it back to ControllerTier. Give it a client with its own
-// identity (user agent, impersonated service account) so audit logs show two
-// actors.
+// Fighter is the second writer of the fight mode: it keeps setting
+// FightAnnotation to FighterTier on every Backup while the Backup controller,
+// decorated by BackupDecorator, sets it back to ControllerTier. Give it a
+// client with its own identity (user agent, impersonated service account) so
+// audit logs show two actors.
 type Fighter struct {
 	// Reader lists Backups, normally the cache.
 	Reader client.Reader
@@ -28,17 +29,19 @@ type Fighter struct {
 // NeedLeaderElection reports true: one fighter per operator is enough.
 func (f *Fighter) NeedLeaderElection() bool { return true }
 
-// Start fights until ctx is done.
+// Start runs a round every Interval, the first one Interval after the start,
+// until ctx is done.
 func (f *Fighter) Start(ctx context.Context) error {
 	interval := f.Interval
 	if interval <= 0 {
 		interval = time.Second
 	}
 	logger := log.FromContext(ctx).WithName("fighter")
-	every(ctx, interval, func(ctx context.Context) {
+	_ = wait.PollUntilContextCancel(ctx, interval, false, func(ctx context.Context) (bool, error) {
 		if err := f.round(ctx); err != nil {
 			logger.Error(err, "Fight round failed")
 		}
+		return false, nil
 	})
 	return nil
 }

@@ -1,21 +1,25 @@
-package controller
+package faults
 
 import (
 	"context"
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 )
 
-// MassUpdater is the periodic mass update fault (seed 000's spikes every two
-// hours): every Every it stamps MassUpdateAnnotation on every Backup and
-// requeues all of them at once, as a cron job touching everything does.
+// MassUpdater is the periodic mass update mode: every Every it stamps
+// MassUpdateAnnotation on every Backup and requeues all of them at once, as a
+// cron job touching everything does, so the controller's load comes in
+// periodic spikes.
 type MassUpdater struct {
 	// Reader lists Backups, normally the cache.
 	Reader client.Reader
@@ -23,13 +27,14 @@ type MassUpdater struct {
 	Writer client.Client
 	// Every is the period. Required.
 	Every time.Duration
-	// Clock is the time source.
+	// Clock stamps the annotation. Defaults to the real clock.
 	Clock clock.PassiveClock
 
 	events chan event.GenericEvent
 }
 
-// NewMassUpdater returns the updater; pass Events() to ControllerOptions.MassUpdates.
+// NewMassUpdater fills in defaults; add Source to the Backup controller's
+// ExtraSources so the requeues reach it.
 func NewMassUpdater(m MassUpdater) *MassUpdater {
 	if m.Clock == nil {
 		m.Clock = clock.RealClock{}
@@ -38,21 +43,26 @@ func NewMassUpdater(m MassUpdater) *MassUpdater {
 	return &m
 }
 
-// Events is the stream of requeues for the Backup controller.
-func (m *MassUpdater) Events() <-chan event.GenericEvent { return m.events }
+// Source delivers the requeues: a channel, since an annotation change alone
+// does not pass the reference controller's predicates.
+func (m *MassUpdater) Source() source.Source {
+	return source.Channel(m.events, &handler.EnqueueRequestForObject{})
+}
 
-// NeedLeaderElection reports true.
+// NeedLeaderElection reports true: one updater per operator is enough.
 func (m *MassUpdater) NeedLeaderElection() bool { return true }
 
-// Start updates every Every until ctx is done.
+// Start updates every Every, the first time one period after the start, until
+// ctx is done.
 func (m *MassUpdater) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("mass-updater")
-	every(ctx, m.Every, func(ctx context.Context) {
+	_ = wait.PollUntilContextCancel(ctx, m.Every, false, func(ctx context.Context) (bool, error) {
 		n, err := m.round(ctx)
 		if err != nil {
 			logger.Error(err, "Mass update failed")
 		}
 		logger.Info("Mass-updated backups", "count", n)
+		return false, nil
 	})
 	return nil
 }
