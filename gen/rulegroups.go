@@ -35,7 +35,7 @@ func ruleGroups() []ruleGroup {
 		{Name: groupSLORules, On: slo, Recordings: sloRecordings},
 		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads}},
 		{Name: groupControllerAlerts, On: controller, Alerts: []*Alert{
-			QueueBacklog, QueueWaitHigh, ReconcileSlow, ProcessorStuck, ReconcileErrors, PatchRateHigh, HotLoop,
+			QueueBacklog, QueueWaitHigh, ReconcileSlow, ProcessorStuck, ReconcileErrors, ReconcilePanics, PatchRateHigh, HotLoop,
 			APICallsPerReconcileHigh, FinalizerStuck, WorkqueueMetricsMissing, ControllerMetricsMissing,
 		}},
 		{Name: groupLeaderAlerts, On: func(g Groups) bool { return g.LeaderElection }, Alerts: []*Alert{

@@ -62,6 +62,17 @@
             },
           },
           {
+            alert: "LoopwatchReconcilePanics",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (increase(controller_runtime_reconcile_panics_total{%(controllerSelector)s}[10m])) > %(reconcilePanicsThreshold)g" % $._config,
+            [if "%(reconcilePanicsFor)s" % $._config != '0s' then 'for']: "%(reconcilePanicsFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} panicked {{ $value | printf \"%.0f\" }} times in the last 10 minutes. controller-runtime recovers each panic and retries the object with backoff: read the controller's logs for the stack trace.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchReconcilePanics.md" % $._config,
+              summary: "A controller's reconciles panic.",
+            },
+          },
+          {
             alert: "LoopwatchPatchRateHigh",
             expr: "cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=\"PATCH\"} > %(patchRateThreshold)g" % $._config,
             [if "%(patchRateFor)s" % $._config != '0s' then 'for']: "%(patchRateFor)s" % $._config,

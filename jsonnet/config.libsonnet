@@ -50,6 +50,8 @@
     reconcileLatencyBucket: 5,
     reconcileLatencyFor: "15m",
     reconcileLatencyShare: 0.1,
+    reconcilePanicsFor: "0s",
+    reconcilePanicsThreshold: 0,
     relistStormFor: "5m",
     relistStormThreshold: 5,
     replicaRaceFor: "5m",

@@ -775,7 +775,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "reconcile_errors_total includes terminal errors, which are not retried.",
+          "description": "reconcile_errors_total includes terminal errors, which are not retried. Alerts: LoopwatchReconcilePanics.",
           "editable": false,
           "error": false,
           "fieldConfig": {
