@@ -43,6 +43,13 @@ func operatorBinary(t *testing.T) string {
 	return builtPath
 }
 
+// removeOperatorBinary deletes what operatorBinary built; TestMain calls it.
+func removeOperatorBinary() {
+	if builtPath != "" {
+		_ = os.RemoveAll(filepath.Dir(builtPath))
+	}
+}
+
 // testKubeconfigFile writes the test API server's kubeconfig for processes.
 func testKubeconfigFile(t *testing.T) string {
 	t.Helper()
