@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -26,15 +25,8 @@ func TestBinaryRunsAndServesPlainMetricsOnRequest(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "backup-operator")
-	build := exec.Command("go", "build", "-o", bin, "github.com/loopwatch/loopwatch/cmd/backup-operator")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, testKubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin := operatorBinary(t)
+	kubeconfig := testKubeconfigFile(t)
 	ns := newNamespace(t, "binary")
 	createAppObjects(t, ns, "shop")
 	addr := freeAddr(t)

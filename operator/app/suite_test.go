@@ -75,6 +75,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer removeOperatorBinary()
 	return m.Run()
 }
 
