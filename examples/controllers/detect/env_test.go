@@ -110,7 +110,7 @@ func (e *env) startExporter(t *testing.T) *stack.AuditWebhook {
 		t.Fatal(err)
 	}
 	srv, err := exporter.NewServer(exporter.ServerConfig{
-		TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: caFile, Gatherer: reg, Logger: logger,
+		Addr: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile, ClientCAFile: caFile, Gatherer: reg, Logger: logger,
 	}, x)
 	if err != nil {
 		t.Fatal(err)
