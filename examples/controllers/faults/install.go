@@ -24,16 +24,16 @@ func ForScheduler(mgr manager.Manager, m Modes) Decorator {
 
 // ForConditions returns the decorator that puts m around the AppConfig reconciler (nil when no
 // reconciler-side mode is on) and the client the reconciler must use (mgr's, wrapped by
-// ProgressCondition in HotLoop mode). Its N+1 reads are the namespace's AppConfigs.
+// StampedCondition in HotLoop mode). Its N+1 reads are the namespace's AppConfigs.
 func ForConditions(mgr manager.Manager, m Modes) (Decorator, client.Client) {
 	c := mgr.GetClient()
 	if m.HotLoop {
-		c = ProgressCondition(c, configv1.ConditionReady, func(o client.Object) *[]metav1.Condition {
+		c = StampedCondition(c, configv1.ConditionReady, func(o client.Object) *[]metav1.Condition {
 			if a, ok := o.(*configv1.AppConfig); ok {
 				return &a.Status.Conditions
 			}
 			return nil
-		})
+		}, nil)
 	}
 	ds := common(mgr, m, func() client.ObjectList { return &configv1.AppConfigList{} })
 	if len(ds) == 0 {

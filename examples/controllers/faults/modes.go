@@ -11,7 +11,8 @@ import "time"
 type Modes struct {
 	// HotLoop makes every reconcile write something that changes nothing a user asked for and
 	// wakes the controller again: the scheduler stamps the time on its CronJob, the conditions
-	// controller rewrites its Ready condition (and so its lastTransitionTime) twice per pass.
+	// controller rewrites its Ready condition with the time of the pass (lastTransitionTime and
+	// a "checked at" message).
 	HotLoop bool
 	// Slow makes every reconcile wait this long first, as a call to a slow external service does.
 	Slow time.Duration
@@ -28,7 +29,3 @@ const nPlusOneFanout = 50
 
 // HotLoopAnnotation carries the time of the last reconcile in the scheduler's hot loop.
 const HotLoopAnnotation = "examples.loopwatch.dev/last-reconciled"
-
-// ReasonReconciling is the reason of the condition the conditions controller's hot loop writes
-// at the start of every pass.
-const ReasonReconciling = "Reconciling"

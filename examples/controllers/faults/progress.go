@@ -2,50 +2,50 @@ package faults
 
 import (
 	"context"
-	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ProgressCondition wraps c so that every status Update first writes condition condType as
-// Unknown with reason Reconciling, then the update the controller asked for. That is what a
-// reconciler that marks itself "in progress" at the start of each pass writes: the condition's
-// status, and so its lastTransitionTime, changes twice per pass, and each change wakes a
-// controller that watches the object without a predicate. conditions returns the object's
-// condition list, or nil for kinds it does not apply to.
-func ProgressCondition(c client.Client, condType string, conditions func(client.Object) *[]metav1.Condition) client.Client {
-	return &progressClient{Client: c, condType: condType, conditions: conditions}
+// StampedCondition wraps c so that every status Update rewrites condition condType with the time
+// of the pass: its lastTransitionTime set to now and its message naming the moment it was
+// checked, as a reconciler does that builds its conditions afresh with metav1.Now() and a
+// "checked at" message instead of meta.SetStatusCondition. Every Update then changes the
+// object, and each change wakes a controller that watches it without a predicate. conditions
+// returns the object's condition list, or nil for kinds it does not apply to.
+func StampedCondition(c client.Client, condType string, conditions func(client.Object) *[]metav1.Condition, clk clock.PassiveClock) client.Client {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &stampingClient{Client: c, condType: condType, conditions: conditions, clock: clk}
 }
 
-type progressClient struct {
+type stampingClient struct {
 	client.Client
 	condType   string
 	conditions func(client.Object) *[]metav1.Condition
+	clock      clock.PassiveClock
 }
 
-func (c *progressClient) Status() client.SubResourceWriter {
-	return &progressStatus{SubResourceWriter: c.Client.Status(), c: c}
+func (c *stampingClient) Status() client.SubResourceWriter {
+	return &stampingStatus{SubResourceWriter: c.Client.Status(), c: c}
 }
 
-type progressStatus struct {
+type stampingStatus struct {
 	client.SubResourceWriter
-	c *progressClient
+	c *stampingClient
 }
 
-func (s *progressStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if s.c.conditions(obj) == nil {
-		return s.SubResourceWriter.Update(ctx, obj, opts...)
+func (s *stampingStatus) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if conds := s.c.conditions(obj); conds != nil {
+		if cond := meta.FindStatusCondition(*conds, s.c.condType); cond != nil {
+			now := s.c.clock.Now()
+			cond.LastTransitionTime = metav1.NewTime(now)
+			cond.Message = "checked at " + now.UTC().Format(time.RFC3339Nano)
+		}
 	}
-	marked := obj.DeepCopyObject().(client.Object)
-	meta.SetStatusCondition(s.c.conditions(marked), metav1.Condition{
-		Type: s.c.condType, Status: metav1.ConditionUnknown, ObservedGeneration: obj.GetGeneration(),
-		Reason: ReasonReconciling, Message: "reconcile in progress",
-	})
-	if err := s.SubResourceWriter.Update(ctx, marked); err != nil {
-		return fmt.Errorf("mark %s %s: %w", s.c.condType, ReasonReconciling, err)
-	}
-	obj.SetResourceVersion(marked.GetResourceVersion())
 	return s.SubResourceWriter.Update(ctx, obj, opts...)
 }
