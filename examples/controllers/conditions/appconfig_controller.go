@@ -1,9 +1,9 @@
 // Package conditions is an AppConfig controller written the way many kubebuilder users write
 // one, with plain controller-runtime: it reports what it found in status conditions kept with
-// meta.SetStatusCondition (each with lastTransitionTime and observedGeneration), writes the whole
-// status back with Update on every pass, and returns the error when that Update is rejected. It
-// shares the AppConfig status with other controllers that add conditions of their own types, so
-// under contention some of its Updates are answered 409 Conflict and retried.
+// meta.SetStatusCondition (each with lastTransitionTime and observedGeneration) and writes the
+// whole status back with Update on every pass. Other actors write AppConfigs too, so under
+// contention some of its Updates, made from the copy in its cache, are answered 409 Conflict;
+// it asks to be requeued then, as the common idiom goes, rather than failing the reconcile.
 //
 // It is not instrumented with loopwatch: loopwatch's rules see it through controller-runtime's
 // own metrics only. Faults are injected from outside, by package faults.
@@ -59,6 +59,11 @@ func (r *AppConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	}
 
 	if err := r.Status().Update(ctx, &app); err != nil {
+		if apierrors.IsConflict(err) {
+			// The cache has not seen another writer's change yet: try again with what it sees
+			// next, without counting a failure.
+			return ctrl.Result{Requeue: true}, nil //nolint:staticcheck // the idiom this example shows
+		}
 		return ctrl.Result{}, fmt.Errorf("update status: %w", err)
 	}
 	return ctrl.Result{}, nil

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/common/model"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/loopwatch/loopwatch/examples/controllers/conditions"
@@ -51,6 +53,8 @@ type scenario struct {
 	flags []string
 	// objects is how many CronJobs, AppConfigs or Backups its namespace holds.
 	objects int
+	// schedules are the CronJobs' schedules, in turn (everyMinute when empty).
+	schedules []string
 	// expect is the alert the fault must fire (nil: healthy, nothing may fire).
 	expect *gen.Alert
 	// companions are other alerts that describe the same incident from another signal and may
@@ -84,8 +88,11 @@ func scenarios() []*scenario {
 			// queue that outgrows the workers (another incident, with its own alerts).
 			&scenario{job: job, fault: "slow", flags: []string{"--fault-slow=6s", "--max-concurrent-reconciles=4"}, objects: 3,
 				expect: gen.ReconcileSlow},
-			&scenario{job: job, fault: "n-plus-one", flags: []string{"--fault-n-plus-one"}, objects: 25,
-				expect: gen.APICallsPerReconcileHigh},
+			// 25 objects, so that listing and getting them is 26 calls per reconcile; four workers
+			// and the CronJobs' runs spread over two ticks, so that the queue keeps up with
+			// reconciles that make 26 calls each (a saturated queue is another incident).
+			&scenario{job: job, fault: "n-plus-one", flags: []string{"--fault-n-plus-one", "--max-concurrent-reconciles=4"}, objects: 25,
+				schedules: []string{"*/2 * * * *", "1-59/2 * * * *"}, expect: gen.APICallsPerReconcileHigh},
 			&scenario{job: job, fault: "errors", flags: []string{"--fault-errors"}, objects: 20,
 				expect: gen.ReconcileErrors, companions: errorCompanions},
 		)
@@ -111,6 +118,7 @@ func TestControllersWrittenAnotherWay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs real components for about 8 minutes")
 	}
+	ctrl.SetLogger(logr.Discard())
 	bins := map[string]string{}
 	for _, b := range []string{"example-controller", "backup-operator"} {
 		p, err := stack.LookPath(b)
@@ -242,7 +250,11 @@ func (e *env) prepare(ctx context.Context, s *scenario) error {
 	}
 	switch s.job {
 	case schedulerJob:
-		return cronJobs(ctx, e.kube, s.namespace, s.objects)
+		schedules := s.schedules
+		if len(schedules) == 0 {
+			schedules = everyMinute
+		}
+		return cronJobs(ctx, e.kube, s.namespace, s.objects, schedules)
 	case conditionsJob:
 		return appConfigs(ctx, e.kube, s.namespace, s.objects, configMapsPerNamespace)
 	default:

@@ -20,15 +20,17 @@ import (
 // The workload: what users and the other controllers of a cluster do around the controllers
 // under test.
 
-// cronJobs creates n CronJobs that run every minute, all on the same tick, as the CronJobs of a
-// team often are: each tick brings a burst of Job creations and, from the job runner, of Job
-// status changes.
-func cronJobs(ctx context.Context, c client.Client, namespace string, n int) error {
+// everyMinute is the schedule of a team's CronJobs that all run on the same tick: each tick brings
+// a burst of Job creations and, from the job runner, of Job status changes.
+var everyMinute = []string{"* * * * *"}
+
+// cronJobs creates n CronJobs with the given schedules in turn.
+func cronJobs(ctx context.Context, c client.Client, namespace string, n int, schedules []string) error {
 	for i := range n {
 		cj := &batchv1ex.CronJob{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("report-%02d", i)},
 			Spec: batchv1ex.CronJobSpec{
-				Schedule:                   "* * * * *",
+				Schedule:                   schedules[i%len(schedules)],
 				SuccessfulJobsHistoryLimit: ptr.To[int32](3),
 				FailedJobsHistoryLimit:     ptr.To[int32](1),
 				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
