@@ -18,11 +18,12 @@ import "time"
 //     instrumented with loopwatch's instrument package; otherwise its process's POST, PUT,
 //     PATCH and DELETE, shared among the process's controllers in proportion to their
 //     reconciles (recControllerWrites: client-go has no controller label).
-//   - evidence that the writes feed back: either one object rewritten over and over by a
-//     service account of the controller's namespace (the audit exporter's hot objects: the same
-//     object, the same writer, many times a minute), or, where no audit exporter runs, a write
-//     rate above writesPerSecond, which a loop on a single object exceeds at round-trip speed
-//     while an event-driven controller reaches it only with a large, busy fleet.
+//   - evidence that the writes feed back. Where the audit exporter receives the cluster's
+//     writes: one object rewritten over and over by a service account of the controller's
+//     namespace (its hot objects: the same object, the same writer, many times a minute). In a
+//     cluster without audit data: a write rate above writesPerSecond, which a loop on a single
+//     object exceeds at round-trip speed while an event-driven controller reaches it only with a
+//     large, busy fleet.
 //
 // Reconcile duration plays no part: healthy schedulers reconcile in bursts of a few
 // milliseconds, and a loop throttled by its client's rate limiter is slow. Bursts of a
@@ -56,13 +57,18 @@ var HotLoop = &Alert{
 		if !e.b.cfg.Groups.Audit {
 			return volume
 		}
-		// Namespaces whose service accounts rewrite an object over and over. An actor that is not
-		// a service account would keep the exporter's own namespace: it is left out.
+		// Where the audit exporter receives the cluster's writes, the evidence is direct:
+		// namespaces whose service accounts rewrite an object over and over. (An actor that is
+		// not a service account would keep the exporter's own namespace: it is left out.) The
+		// write rate stands in only for clusters without audit data.
+		auditing := sumBy(levelCluster, rate(sel("loopwatch_audit_batches_total", e.Selector("exporter")), "5m")) + " > 0"
 		hot := countBy(levelNamespace, `label_replace(`+
 			sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"), `actor=~"system:serviceaccount:.+"`)+
 			`, "namespace", "$1", "actor", "system:serviceaccount:([^:]+):.+")`)
 		return lines(
 			volume,
+			"unless on ("+levelCluster.by()+")",
+			auditing,
 			"or",
 			"(",
 			candidate,
@@ -116,6 +122,13 @@ var HotLoop = &Alert{
 			},
 		}
 		if c.cfg.Groups.Audit {
+			batches := Counter("loopwatch_audit_batches_total", c.Target("exporter"), 10)
+			cases = append(cases, Case{
+				// Where the exporter receives the audit stream, a busy fleet's writes are not
+				// taken for a loop unless an object is rewritten over and over.
+				Name:   "stays silent on a busy controller writing on every reconcile while the audit exporter finds no hot object",
+				Series: append(run(0.2, r1, 0.1, w1), batches),
+			})
 			// A slow loop: a timestamp with one-second resolution rewritten by a few objects,
 			// under writesPerSecond, caught by the exporter's hot object of the controller's
 			// service account. The hot object of another namespace's controller proves nothing.
@@ -133,12 +146,12 @@ var HotLoop = &Alert{
 			cases = append(cases,
 				Case{
 					Name:   "fires when a controller writing on every reconcile rewrites one object over and over",
-					Series: append(run(0.2, slowR, 0.1, slowW), hot(l["namespace"])),
+					Series: append(run(0.2, slowR, 0.1, slowW), batches, hot(l["namespace"])),
 					Fires:  &Firing{At: slowAt, Labels: c.Instance(l), Value: sr},
 				},
 				Case{
 					Name:   "stays silent when the hot object is another namespace's",
-					Series: append(run(0.2, slowR, 0.1, slowW), hot(l["namespace"]+"-other")),
+					Series: append(run(0.2, slowR, 0.1, slowW), batches, hot(l["namespace"]+"-other")),
 				},
 			)
 		}
