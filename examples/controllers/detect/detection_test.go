@@ -471,6 +471,7 @@ var signals = []signal{
 	{"client writes/s", `sum(rate(rest_client_requests_total{namespace="%[1]s",method=~"POST|PUT|PATCH|DELETE"}[5m]))`},
 	{"client PATCH/s", `sum(rate(rest_client_requests_total{namespace="%[1]s",method="PATCH"}[5m]))`},
 	{"client 409/s", `sum(rate(rest_client_requests_total{namespace="%[1]s",code="409"}[5m]))`},
+	{"controller writes/s (recorded)", `sum(cluster_namespace_job_controller:controller_writes:rate5m{namespace="%[1]s"})`},
 	{"writes/reconcile", `sum(rate(rest_client_requests_total{namespace="%[1]s",method=~"POST|PUT|PATCH|DELETE"}[5m])) / sum(rate(controller_runtime_reconcile_total{namespace="%[1]s"}[5m]))`},
 	{"calls/reconcile", `sum(rate(rest_client_requests_total{namespace="%[1]s"}[5m])) / sum(rate(controller_runtime_reconcile_total{namespace="%[1]s"}[5m]))`},
 	{"adds/reconcile", `sum(rate(workqueue_adds_total{namespace="%[1]s",controller!=""}[5m])) / sum(rate(controller_runtime_reconcile_total{namespace="%[1]s"}[5m]))`},
