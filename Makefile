@@ -16,7 +16,7 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: generate
-generate: generate-operator ## Rebuild rules/, dashboards/, jsonnet/, testrules/ and the reference docs from the declarations (gen/), and the operator's generated code.
+generate: generate-operator generate-examples ## Rebuild rules/, dashboards/, jsonnet/, testrules/ and the reference docs from the declarations (gen/), and the operator's generated code.
 	$(GO) run ./cmd/loopwatch gen --out .
 	$(GO) run ./internal/refdocs
 
@@ -25,6 +25,11 @@ generate-operator: $(BIN)/controller-gen ## Regenerate the operator's deepcopy, 
 	$(BIN)/controller-gen object paths=./operator/api/...
 	$(BIN)/controller-gen crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
 	$(BIN)/controller-gen rbac:roleName=backup-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
+
+.PHONY: generate-examples
+generate-examples: $(BIN)/controller-gen ## Regenerate the example controllers' deepcopy and CRDs with controller-gen.
+	$(BIN)/controller-gen object paths=./examples/controllers/...
+	$(BIN)/controller-gen crd paths=./examples/controllers/... output:crd:artifacts:config=examples/controllers/config/crd
 
 .PHONY: check-generated
 check-generated: $(BIN)/controller-gen ## Fail when the committed generated files differ from what the generators write.
@@ -36,8 +41,8 @@ check-generated: $(BIN)/controller-gen ## Fail when the committed generated file
 	done
 	@$(GO) run ./internal/refdocs
 	@git diff --exit-code --stat -- docs/configuration.md docs/runbooks/README.md || { echo "reference docs are stale: run 'make generate' and commit" >&2; exit 1; }
-	@$(MAKE) -s generate-operator
-	@git diff --exit-code --stat -- operator/api operator/config || { echo "operator's generated code is stale: run 'make generate' and commit" >&2; exit 1; }
+	@$(MAKE) -s generate-operator generate-examples
+	@git diff --exit-code --stat -- operator/api operator/config examples/controllers || { echo "operator's or examples' generated code is stale: run 'make generate' and commit" >&2; exit 1; }
 	@echo "generated files are fresh"
 
 .PHONY: lint
@@ -68,6 +73,7 @@ demo: tools binaries ## A real control plane + exporter + operator + Prometheus 
 	$(GO) run ./cmd/loopwatch-demo
 
 .PHONY: binaries
-binaries: ## Build loopwatch and backup-operator into bin/ (the demo runs them as processes).
+binaries: ## Build loopwatch, backup-operator and example-controller into bin/ (the demo and the detection tests run them as processes).
 	$(GO) build -o $(BIN)/loopwatch ./cmd/loopwatch
 	$(GO) build -o $(BIN)/backup-operator ./cmd/backup-operator
+	$(GO) build -o $(BIN)/example-controller ./cmd/example-controller

@@ -39,6 +39,10 @@ var (
 	// levelTarget: one scraped process. client-go's metrics have no controller label, so
 	// process-wide signals (PATCH rate) live here.
 	levelTarget = level{"cluster_namespace_job_pod", []string{clusterRef, "namespace", "job", "pod"}}
+	// levelCluster: everything of one cluster.
+	levelCluster = level{"cluster", []string{clusterRef}}
+	// levelNamespace: one namespace, where a team deploys a controller and its service account.
+	levelNamespace = level{"cluster_namespace", []string{clusterRef, "namespace"}}
 	// levelJob: one workload, all replicas.
 	levelJob = level{"cluster_namespace_job", []string{clusterRef, "namespace", "job"}}
 	// levelUp: one scrape target, as `up` labels it.

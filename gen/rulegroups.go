@@ -30,7 +30,7 @@ func ruleGroups() []ruleGroup {
 	return []ruleGroup{
 		{Name: groupControllerRules, On: controller, Recordings: []*Recording{
 			recQueueDepth, recQueueAdds, recQueueCompletions, recReconcileByResult, recReconcileMean,
-			recErrorRatio5m, recClientRequests, recAPIRequests,
+			recErrorRatio5m, recClientRequests, recAPIRequests, recControllerWrites,
 		}},
 		{Name: groupSLORules, On: slo, Recordings: sloRecordings},
 		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads}},

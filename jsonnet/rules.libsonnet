@@ -38,6 +38,10 @@
             record: "cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, controller, access) (rate(loopwatch_controller_api_requests_total{%(controllerSelector)s}[5m]))" % $._config,
           },
+          {
+            record: "cluster_namespace_job_controller:controller_writes:rate5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m{access=\"write\"})\nor\n(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m)\n  / on (%(clusterLabel)s, namespace, job) group_left ()\n  sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m)\n  * on (%(clusterLabel)s, namespace, job) group_left ()\n  sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=~\"POST|PUT|PATCH|DELETE\"})\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
+          },
         ],
       },
       {
