@@ -69,7 +69,8 @@ fuzz-brief: ## Fuzz the audit decoder against encoding/json for FUZZTIME (30s; r
 	$(GO) test ./exporter/decode -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 
 .PHONY: demo
-demo: tools binaries ## A real control plane + exporter + operator + Prometheus catching incidents.
+demo: ## A real control plane + exporter + operator + Prometheus catching incidents.
+	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
 	$(GO) run ./cmd/loopwatch-demo
 
 .PHONY: binaries
