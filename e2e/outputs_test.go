@@ -54,6 +54,7 @@ var recordingRulesWithoutSeries = map[string]string{}
 // and Prometheus for the rules and dashboard queries, scraping a real controller-runtime manager,
 // loopwatch's audit exporter (fed by that kube-apiserver's audit webhook) and kube-apiserver.
 func TestGeneratedOutputsOnRealComponents(t *testing.T) {
+	stack.SkipShort(t)
 	ruleFiles, manifests := generatedYAML(t)
 	boards := dashboards(t)
 	crds, err := stack.PrometheusOperatorCRDDir()

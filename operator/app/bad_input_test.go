@@ -22,6 +22,7 @@ import (
 // (plus an Event when the user must act). The good Backup keeps taking
 // snapshots throughout.
 func TestBadInputIsExplained(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "badinput")
 	createAppObjects(t, ns, "shop")

@@ -20,6 +20,7 @@ import (
 // (--kubeconfig, --metrics-insecure, leader election in a given namespace),
 // and checks it reconciles and serves its metrics, then stops on SIGTERM.
 func TestBinaryRunsAndServesPlainMetricsOnRequest(t *testing.T) {
+	needCluster(t)
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}

@@ -31,6 +31,7 @@ const deletionSLA = 30 * time.Second
 // sweep must leave neither an archive nor an empty directory. The 200-deletion
 // run is part of the benchmark (OPERATOR_BENCH=1).
 func TestConcurrentDeletionsMeetTheSLADuringAStoreOutage(t *testing.T) {
+	needCluster(t)
 	sizes := []int{20}
 	if *benchEnabled {
 		sizes = append(sizes, benchDeletions)

@@ -66,6 +66,7 @@ func (f *frozenSnapshots) List(ctx context.Context, list client.ObjectList, opts
 // created, with a clock that makes every reconcile think the next snapshot is
 // due. Only the expectations stop a second create.
 func TestExpectationsPreventDuplicatesFromAStaleCache(t *testing.T) {
+	needCluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := newNamespace(t, "expect")

@@ -39,6 +39,7 @@ const leaderMissingAlert = "LoopwatchLeaderMissing"
 // `for:`, so the alert stays silent. Standbys must log no finalizer-age
 // errors.
 func TestGracefulRestartHandsOverWithinSeconds(t *testing.T) {
+	needCluster(t)
 	if testing.Short() {
 		t.Skip("runs the operator binary and Prometheus; skipped with -short")
 	}
@@ -288,6 +289,7 @@ func (w *leaseWatch) releasedBetween(holder string, from, to time.Time) bool {
 // handover of seconds that falls on an evaluation leaves
 // LoopwatchLeaderMissing silent, a standby that never takes over fires it.
 func TestLeaderMissingStaysSilentThroughAGracefulHandover(t *testing.T) {
+	needCluster(t)
 	promtool, err := stack.LookPath("promtool")
 	if err != nil {
 		if testing.Short() {
