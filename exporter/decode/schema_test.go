@@ -188,11 +188,6 @@ func TestOneRowKeepsAField(t *testing.T) {
 			},
 		},
 	}
-	others := []string{
-		`{"items":[{"level":"Metadata","requestURI":"/api/v1/pods?fieldValidation=a%20b\u0026fieldValidation=c","user":{"username":"u","extra":{"authentication.kubernetes.io/credential-id":["JTI=\u0078","y"],"authentication.kubernetes.io/pod-name":["p"]}},"objectRef":{"resource":"pods","apiVersion":"v\u0031"},"annotations":{"authorization.k8s.io/decision":"al\"low\"","authorization.k8s.io/reason":"x"}}]}`,
-		`{"items":[{"level":"Metadata","user":{"extra":{"authentication.kubernetes.io/credential-id":["a"],"authentication.kubernetes.io/credential-id":[]}},"objectRef":null,"annotations":{"authorization.k8s.io/decision":"a","authorization.k8s.io/decision":null}}]}`,
-		`{"items":[{"level":"Metadata","user":{"extra":{"authentication.kubernetes.io/credential-id":["a"]},"extra":null},"annotations":{"authorization.k8s.io/decision":"a"},"annotations":null},{"level":"Metadata","requestURI":"/x?%66ieldValidation=Strict"}]}`,
-	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := withRow(withRow(eventRows, []string{"userAgent"}, skip), tc.path, tc.row)
@@ -218,7 +213,7 @@ func TestOneRowKeepsAField(t *testing.T) {
 					}
 				}
 			}
-			for _, data := range others {
+			for _, data := range widerInputs {
 				r.check(t, []byte(data))
 				d := newDecoder(0, r.schema)
 				events, err := d.DecodeList([]byte(data))
@@ -244,6 +239,46 @@ func TestOneRowKeepsAField(t *testing.T) {
 		})
 	}
 }
+
+// widerInputs carry the values the rows of TestOneRowKeepsAField and widerReading keep, in forms
+// the real batches lack: escaped, repeated, null, in a null parent.
+var widerInputs = []string{
+	`{"items":[{"level":"Metadata","requestURI":"/api/v1/pods?fieldValidation=a%20b\u0026fieldValidation=c","user":{"username":"u","extra":{"authentication.kubernetes.io/credential-id":["JTI=\u0078","y"],"authentication.kubernetes.io/pod-name":["p"]}},"objectRef":{"resource":"pods","apiVersion":"v\u0031"},"annotations":{"authorization.k8s.io/decision":"al\"low\"","authorization.k8s.io/reason":"x"}}]}`,
+	`{"items":[{"level":"Metadata","user":{"extra":{"authentication.kubernetes.io/credential-id":["a"],"authentication.kubernetes.io/credential-id":[]}},"objectRef":null,"annotations":{"authorization.k8s.io/decision":"a","authorization.k8s.io/decision":null}}]}`,
+	`{"items":[{"level":"Metadata","user":{"extra":{"authentication.kubernetes.io/credential-id":["a"]},"extra":null},"annotations":{"authorization.k8s.io/decision":"a"},"annotations":null},{"level":"Metadata","requestURI":"/x?%66ieldValidation=Strict"}]}`,
+}
+
+// widerReading keeps more than eventSchema, through rows of each kind a later field may use (a
+// map entry, a second query parameter, a user.extra entry), into Event fields whose own rows
+// become skips; FuzzDecode checks it beside eventSchema.
+var widerReading = func() reading {
+	rows := eventRows
+	for _, r := range []struct {
+		path []string
+		v    value
+	}{
+		{[]string{"userAgent"}, skip},
+		{[]string{"annotations", "authorization.k8s.io/decision"}, str(&into.UserAgent)},
+		{[]string{"objectRef", "subresource"}, skip},
+		{[]string{"requestURI", "fieldValidation"}, str(&into.Subresource)},
+		{[]string{"impersonatedUser", "username"}, skip},
+		{[]string{"user", "extra", "authentication.kubernetes.io/credential-id"}, firstOf(&into.ImpersonatedUsername)},
+	} {
+		rows = withRow(rows, r.path, r.v)
+	}
+	return reading{compile(rows), func(e *auditv1.Event) Event {
+		ev := project(e)
+		ev.UserAgent = e.Annotations["authorization.k8s.io/decision"]
+		_, query, _ := strings.Cut(e.RequestURI, "?")
+		values, _ := url.ParseQuery(query)
+		ev.Subresource = values.Get("fieldValidation")
+		ev.ImpersonatedUsername = ""
+		if v := e.User.Extra["authentication.kubernetes.io/credential-id"]; len(v) > 0 {
+			ev.ImpersonatedUsername = v[0]
+		}
+		return ev
+	}}
+}()
 
 // TestCompileRefusesRowsTheDecoderCannotHonour: a schema the decoder could not read as declared
 // fails at init, not on the first event that needs it.
