@@ -28,7 +28,7 @@ type Decoder struct {
 	// last holds, per interned member of the schema (member.slot), its previous value:
 	// consecutive events mostly repeat verb, user, resource and namespace, and a compare is
 	// cheaper than hashing into the interner.
-	last []string
+	last [maxSlots]string
 	// hours caches the date and hour of the last timestamp.
 	hours hourCache
 	// generalOnly turns the fast path off (for the tests that compare the two); fallbacks counts
@@ -38,12 +38,12 @@ type Decoder struct {
 }
 
 // internAt interns b, trying the previous value in the cache slot first.
-func (d *Decoder) internAt(slot int, b []byte) string {
-	if prev := d.last[slot]; prev == string(b) {
+func (d *Decoder) internAt(slot uint, b []byte) string {
+	if prev := d.last[slot%maxSlots]; prev == string(b) {
 		return prev
 	}
 	s := d.intern.Intern(b)
-	d.last[slot] = s
+	d.last[slot%maxSlots] = s
 	return s
 }
 
@@ -57,7 +57,7 @@ func newDecoder(internerSize int, sch *schema) *Decoder {
 	if internerSize <= 0 {
 		internerSize = DefaultInternerSize
 	}
-	return &Decoder{intern: NewInterner(internerSize), schema: sch, last: make([]string, sch.slots)}
+	return &Decoder{intern: NewInterner(internerSize), schema: sch}
 }
 
 // listFields are the members of an EventList; only items is read.
@@ -159,7 +159,9 @@ func (d *Decoder) event(ev *Event) error {
 	return d.object(ev, d.schema)
 }
 
-// object reads a struct's members, as the rows of sch say.
+// object reads a struct's members, as the rows of sch say. null does what encoding/json does with
+// null for the member's Go type (see kind): for a nested struct nothing, for a pointer to one or a
+// map it clears what their rows keep.
 func (d *Decoder) object(ev *Event, sch *schema) error {
 	s := &d.s
 	if err := s.openObject(); err != nil {
@@ -167,17 +169,47 @@ func (d *Decoder) object(ev *Event, sch *schema) error {
 	}
 	cursor := 0
 	for first := true; ; first = false {
-		index, ok, err := s.field(first, sch, &cursor)
+		m, ok, err := s.field(first, sch, &cursor)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return nil
 		}
-		if index < 0 {
+		if m == nil {
+			if err := s.skip(); err != nil {
+				return err
+			}
+			continue
+		}
+		switch m.kind {
+		case kindString:
+			err = d.string(m.str(ev), m.slot)
+		case kindTime:
+			err = d.time(m.time(ev))
+		case kindHash, kindURI:
+			err = d.hashOrURI(ev, m)
+		case kindInt32:
+			err = d.int32(m.int32(ev), m.path)
+		case kindStruct, kindPointer, kindStringMap, kindStringListMap:
+			var null bool
+			switch null, err = s.isNull(); {
+			case err != nil:
+			case null:
+				if m.kind != kindStruct {
+					clearKept(ev, m.sch)
+				}
+			case m.kind == kindStruct || m.kind == kindPointer:
+				err = d.object(ev, m.sch)
+			case len(m.sch.members) == 0:
+				err = s.skip()
+			default:
+				err = d.entries(ev, m.sch)
+			}
+		case kindFirstString:
+			err = d.firstString(m.str(ev), m.slot)
+		default:
 			err = s.skip()
-		} else {
-			err = d.value(ev, &sch.members[index])
 		}
 		if err != nil {
 			return err
@@ -185,55 +217,25 @@ func (d *Decoder) object(ev *Event, sch *schema) error {
 	}
 }
 
-// value reads one member's value into ev, as its row m says.
-func (d *Decoder) value(ev *Event, m *member) error {
-	s := &d.s
-	switch m.kind {
-	case kindString:
-		return d.string(m.str(ev), m.slot)
-	case kindFirstString:
-		return d.firstString(m.str(ev), m.slot)
-	case kindHash, kindURI:
-		if null, err := s.isNull(); null || err != nil {
-			return err
-		}
-		b, err := s.str()
-		if err != nil {
-			return err
-		}
-		if m.kind == kindHash {
-			m.setHash(ev, b)
-		} else {
-			d.params(ev, m.sch, b)
-		}
-		return nil
-	case kindTime:
-		return d.time(m.time(ev))
-	case kindInt32:
-		return d.int32(m.int32(ev), m.path)
-	case kindStruct, kindPointer, kindStringMap, kindStringListMap:
-		null, err := s.isNull()
-		if err != nil {
-			return err
-		}
-		switch {
-		case null:
-			if m.kind != kindStruct {
-				clearKept(ev, m.sch)
-			}
-			return nil
-		case m.kind == kindStruct || m.kind == kindPointer:
-			return d.object(ev, m.sch)
-		case len(m.sch.members) == 0:
-			return s.skip()
-		}
-		return d.entries(ev, m.sch)
+// hashOrURI reads a string kept as a hash, or a URI kept as query parameters.
+func (d *Decoder) hashOrURI(ev *Event, m *member) error {
+	if null, err := d.s.isNull(); null || err != nil {
+		return err
 	}
-	return s.skip()
+	b, err := d.s.str()
+	if err != nil {
+		return err
+	}
+	if m.kind == kindHash {
+		m.setHash(ev, b)
+	} else {
+		d.params(ev, m.sch, b)
+	}
+	return nil
 }
 
 // string reads a string into dst; null leaves dst unchanged, as encoding/json does.
-func (d *Decoder) string(dst *string, slot int) error {
+func (d *Decoder) string(dst *string, slot uint) error {
 	s := &d.s
 	if p := s.pos; p < len(s.data) && s.data[p] == '"' {
 		// The common case, a string right after the colon: scan it directly.
@@ -270,11 +272,14 @@ func (d *Decoder) entries(ev *Event, sch *schema) error {
 		if !ok {
 			return nil
 		}
-		if e := sch.entry(key); e != nil {
-			*e.str(ev) = ""
-			err = d.value(ev, e)
-		} else {
+		switch e := sch.entry(key); {
+		case e == nil:
 			err = s.skip()
+		case e.kind == kindFirstString:
+			err = d.firstString(e.str(ev), e.slot)
+		default: // a fresh string: null leaves it empty
+			*e.str(ev) = ""
+			err = d.string(e.str(ev), e.slot)
 		}
 		if err != nil {
 			return err
@@ -283,7 +288,7 @@ func (d *Decoder) entries(ev *Event, sch *schema) error {
 }
 
 // firstString reads a []string and keeps its first element ("" when null or empty).
-func (d *Decoder) firstString(dst *string, slot int) error {
+func (d *Decoder) firstString(dst *string, slot uint) error {
 	s := &d.s
 	*dst = ""
 	if null, err := s.isNull(); null || err != nil {

@@ -28,7 +28,7 @@ const maxFastDepth = 4
 func (d *Decoder) fastEvent(ev *Event) bool {
 	s := &d.s
 	data, masks := s.data, s.masks
-	p, depth := s.pos, s.depth
+	p := s.pos
 	if p >= len(data) || data[p] != '{' {
 		return false
 	}
@@ -60,14 +60,19 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 			b := data[p : p+32]
 			w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
 			w2, w3 := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
-			for ; k < len(rows); k++ {
-				t := &rows[k].key.comma
-				if first {
-					t = &rows[k].key.bare
+			if first {
+				for ; k < len(rows); k++ {
+					if t := &rows[k].key.bare; t.matchWords(w0, w1, w2, w3) {
+						p += len(t.text)
+						break
+					}
 				}
-				if w0&t.m[0] == t.w[0] && w1&t.m[1] == t.w[1] && w2&t.m[2] == t.w[2] && w3&t.m[3] == t.w[3] {
-					p += len(t.text)
-					break
+			} else {
+				for ; k < len(rows); k++ {
+					if t := &rows[k].key.comma; t.matchWords(w0, w1, w2, w3) {
+						p += len(t.text)
+						break
+					}
 				}
 			}
 		} else {
@@ -112,7 +117,7 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 			}
 			switch m.kind {
 			case kindString:
-				if prev := d.last[m.slot]; prev == string(b) {
+				if prev := d.last[m.slot%maxSlots]; prev == string(b) {
 					*m.str(ev) = prev
 				} else {
 					*m.str(ev) = d.internAt(m.slot, b)
@@ -190,14 +195,13 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 					continue
 				}
 			}
-			// Anything else: the general skip, at the depth the general path would be at.
-			s.pos, s.depth = p, depth+1+top
-			err := s.skip()
-			s.depth = depth
-			if err != nil {
+			// Anything else: the general skip, at the depth the general path would be at (after
+			// an error, the caller restores the depth).
+			s.pos, s.depth = p, s.depth+1+top
+			if s.skip() != nil {
 				return false
 			}
-			p = s.pos
+			p, s.depth = s.pos, s.depth-1-top
 		}
 	}
 }

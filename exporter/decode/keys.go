@@ -48,49 +48,52 @@ func (t *token) matchNearEnd(data []byte, p int) bool {
 const lookahead = 6
 
 // field advances to the next member of the current object, consumes its key and colon, and
-// returns the index of its row in sch, matched as encoding/json matches keys to struct fields
-// (exactly, else under case folding), or -1 for a key sch does not list; ok is false after the
-// closing '}'. cursor carries the position in sch between calls and starts at 0.
-func (s *scanner) field(first bool, sch *schema, cursor *int) (index int, ok bool, err error) {
+// returns its row in sch, matched as encoding/json matches keys to struct fields (exactly, else
+// under case folding), or nil for a key sch does not list; ok is false after the closing '}'.
+// cursor carries the position in sch between calls and starts at 0.
+func (s *scanner) field(first bool, sch *schema, cursor *int) (m *member, ok bool, err error) {
 	c := s.peek()
 	if c == '}' {
 		s.pos++
 		s.depth--
-		return 0, false, nil
+		return nil, false, nil
 	}
 	if !first {
 		if c != ',' {
-			return 0, false, s.errorf("want ',' or '}' in object")
+			return nil, false, s.errorf("want ',' or '}' in object")
 		}
 		s.pos++
 		c = s.peek()
 	}
 	if c != '"' {
-		return 0, false, s.errorf("want string key")
+		return nil, false, s.errorf("want string key")
 	}
 	if rest := s.data[s.pos:]; len(rest) >= 32 {
 		w0, w1 := binary.LittleEndian.Uint64(rest), binary.LittleEndian.Uint64(rest[8:])
 		w2, w3 := binary.LittleEndian.Uint64(rest[16:]), binary.LittleEndian.Uint64(rest[24:])
 		end := min(*cursor+lookahead, len(sch.members))
 		for k := *cursor; k < end; k++ {
-			if t := &sch.members[k].key.bare; t.matchWords(w0, w1, w2, w3) {
-				s.pos += len(t.text)
+			if m := &sch.members[k]; m.key.bare.matchWords(w0, w1, w2, w3) {
+				s.pos += len(m.key.bare.text)
 				*cursor = k + 1
-				return k, true, nil
+				return m, true, nil
 			}
 		}
 	}
 	key, err := s.str()
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	if s.peek() != ':' {
-		return 0, false, s.errorf("want ':' after key")
+		return nil, false, s.errorf("want ':' after key")
 	}
 	s.pos++
 	if k := sch.exact(key); k >= 0 {
 		*cursor = k + 1
-		return k, true, nil
+		return &sch.members[k], true, nil
 	}
-	return sch.folded(key), true, nil
+	if k := sch.folded(key); k >= 0 {
+		return &sch.members[k], true, nil
+	}
+	return nil, true, nil
 }

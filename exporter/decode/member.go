@@ -19,7 +19,6 @@ const (
 	kindSkip          kind = iota // any value; validated, nothing kept
 	kindStringList                // []string, nothing kept
 	kindString                    // a string, interned into a string field; null leaves it
-	kindFirstString               // []string, its first element interned into a string field ("" when empty or null)
 	kindHash                      // a string kept as its HashAuditID and whether it was non-empty
 	kindURI                       // a request URI: the query parameters its rows list, each into a string field
 	kindTime                      // metav1.Time or MicroTime into a time.Time field; null is the zero time
@@ -28,6 +27,7 @@ const (
 	kindPointer                   // a pointer to a struct: as kindStruct, but null clears what its rows keep
 	kindStringMap                 // map[string]string: the entries its rows list (each kindString); null clears them
 	kindStringListMap             // map[string][]string: the entries its rows list (each kindFirstString); null clears them
+	kindFirstString               // []string, its first element interned into a string field ("" when empty or null)
 )
 
 // field is one row of the schema: a member's JSON name (an object's key, a map's key, or a
@@ -115,8 +115,6 @@ func stringListMap(entries []field) value {
 // parameters of one query, in the order declared.
 type schema struct {
 	members []member
-	// slots (on the root only) is the number of last-value cache slots, Decoder.last.
-	slots int
 }
 
 // member is a compiled row.
@@ -126,7 +124,7 @@ type member struct {
 	key  keyToken
 	kind kind
 	// slot is the member's slot in Decoder.last (kinds keeping an interned string).
-	slot     int
+	slot     uint
 	to, flag uintptr
 	// sch holds the rows of a struct's members, a map's entries or a URI's parameters.
 	sch  *schema
@@ -143,18 +141,21 @@ const maxKeyLen = 32 - len(`,"":`)
 // maxParamLen bounds query parameter names, so that an escaped key is decoded in a fixed buffer.
 const maxParamLen = 32
 
+// maxSlots bounds the interned members (the size of Decoder.last).
+const maxSlots = 32
+
 // maxParams is the number of query parameters one bitmask tracks.
 const maxParams = 64
 
 // compile turns the rows of the event object into its schema, numbering the cache slots.
 func compile(rows []field) *schema {
 	c := &compiler{}
-	sch := c.schema(rows, "", kindStruct, 0)
-	sch.slots = c.slots
-	return sch
+	return c.schema(rows, "", kindStruct, 0)
 }
 
-type compiler struct{ slots int }
+// compiler numbers the members that keep an interned string: each has its own slot in
+// Decoder.last.
+type compiler struct{ slots uint }
 
 // schema compiles the rows of a value of kind parent found at path; depth counts the structs
 // around it. A row the decoder could not honour is a programming error: it panics, at init.
@@ -201,6 +202,9 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 		}
 		switch m.kind {
 		case kindString, kindFirstString:
+			if c.slots == maxSlots {
+				panic(fmt.Sprintf("decode: more than %d interned members at %s", maxSlots, m.path))
+			}
 			m.slot = c.slots
 			c.slots++
 		case kindStruct, kindPointer:

@@ -9,18 +9,14 @@ import "bytes"
 func (d *Decoder) params(ev *Event, sch *schema, uri []byte) {
 	params := sch.members
 	var found uint64
-	all := uint64(1)<<len(params) - 1
 	if q := bytes.IndexByte(uri, '?'); q >= 0 {
-		query := uri[q+1:]
-		for len(query) > 0 && found != all {
+		for query := uri[q+1:]; len(query) > 0; {
 			var pair []byte
 			pair, query, _ = bytes.Cut(query, []byte{'&'})
-			if bytes.IndexByte(pair, ';') >= 0 {
-				continue
-			}
 			key, val, _ := bytes.Cut(pair, []byte{'='})
+			// (A key with a ';' names no parameter, so only the value needs that check.)
 			i := paramIndex(params, key)
-			if i < 0 || found&(1<<i) != 0 {
+			if i < 0 || found&(1<<i) != 0 || bytes.IndexByte(val, ';') >= 0 {
 				continue
 			}
 			if bytes.IndexByte(val, '%') >= 0 || bytes.IndexByte(val, '+') >= 0 {
@@ -31,7 +27,9 @@ func (d *Decoder) params(ev *Event, sch *schema, uri []byte) {
 				val = d.query
 			}
 			*params[i].str(ev) = d.internAt(params[i].slot, val)
-			found |= 1 << i
+			if found |= 1 << i; found == uint64(1)<<len(params)-1 {
+				return
+			}
 		}
 	}
 	for i := range params {
@@ -51,6 +49,11 @@ func paramIndex(params []member, key []byte) int {
 	if bytes.IndexByte(key, '%') < 0 && bytes.IndexByte(key, '+') < 0 {
 		return -1
 	}
+	return escapedParamIndex(params, key)
+}
+
+// escapedParamIndex is paramIndex for a key with escapes.
+func escapedParamIndex(params []member, key []byte) int {
 	// An escaped byte takes at most three: a longer key cannot decode to a parameter's name.
 	var tmp [3 * maxParamLen]byte
 	if len(key) > len(tmp) {

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"fmt"
 	"net/url"
 	"reflect"
 	"slices"
@@ -216,11 +217,8 @@ func TestOneRowKeepsAField(t *testing.T) {
 			for _, data := range widerInputs {
 				r.check(t, []byte(data))
 				d := newDecoder(0, r.schema)
-				events, err := d.DecodeList([]byte(data))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if events[0].UserAgent != "" {
+				events, err := d.DecodeList([]byte(data)) // (some are refused: r.check has compared the refusals)
+				if err == nil && events[0].UserAgent != "" {
 					kept++
 				}
 			}
@@ -245,6 +243,9 @@ func TestOneRowKeepsAField(t *testing.T) {
 var widerInputs = []string{
 	`{"items":[{"level":"Metadata","requestURI":"/api/v1/pods?fieldValidation=a%20b\u0026fieldValidation=c","user":{"username":"u","extra":{"authentication.kubernetes.io/credential-id":["JTI=\u0078","y"],"authentication.kubernetes.io/pod-name":["p"]}},"objectRef":{"resource":"pods","apiVersion":"v\u0031"},"annotations":{"authorization.k8s.io/decision":"al\"low\"","authorization.k8s.io/reason":"x"}}]}`,
 	`{"items":[{"level":"Metadata","user":{"extra":{"authentication.kubernetes.io/credential-id":["a"],"authentication.kubernetes.io/credential-id":[]}},"objectRef":null,"annotations":{"authorization.k8s.io/decision":"a","authorization.k8s.io/decision":null}}]}`,
+	`{"items":[{"level":"Metadata","annotations":"x"}]}`,
+	`{"items":[{"level":"Metadata","user":{"extra":"x"}}]}`,
+	`{"items":[{"level":"Metadata","user":{"extra":{}},"annotations":{}}]}`,
 	`{"items":[{"level":"Metadata","user":{"extra":{"authentication.kubernetes.io/credential-id":["a"]},"extra":null},"annotations":{"authorization.k8s.io/decision":"a"},"annotations":null},{"level":"Metadata","requestURI":"/x?%66ieldValidation=Strict"}]}`,
 }
 
@@ -295,6 +296,13 @@ func TestCompileRefusesRowsTheDecoderCannotHonour(t *testing.T) {
 		{"a string list map entry that is not a list", func() []field { return []field{{"extra", stringListMap([]field{{"k", str(&into.Pod)}})}} }},
 		{"a query parameter that is not a string", func() []field {
 			return []field{{"requestURI", uriQuery([]field{{"watch", timestamp(&into.StageTimestamp)}})}}
+		}},
+		{"more interned members than the last-value cache holds", func() []field {
+			var rows []field
+			for i := range maxSlots + 1 {
+				rows = append(rows, field{fmt.Sprint("m", i), str(&into.Verb)})
+			}
+			return rows
 		}},
 		{"structs nested deeper than the fast path's stack", func() []field {
 			return []field{{"a", object([]field{{"b", object([]field{{"c", object([]field{{"d", object(nil)}})}})}})}}
