@@ -193,8 +193,8 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 		case kindStringListMap:
 			want = kindFirstString
 		case kindURI:
-			if len(m.name) > maxParamLen {
-				panic(fmt.Sprintf("decode: query parameter longer than %d bytes: %s", maxParamLen, m.path))
+			if len(m.name) > maxParamLen || strings.ContainsAny(m.name, "&=;%+") {
+				panic(fmt.Sprintf("decode: query parameter name longer than %d bytes or with a separator: %s", maxParamLen, m.path))
 			}
 		}
 		if m.kind != want {

@@ -297,6 +297,9 @@ func TestCompileRefusesRowsTheDecoderCannotHonour(t *testing.T) {
 		{"a query parameter that is not a string", func() []field {
 			return []field{{"requestURI", uriQuery([]field{{"watch", timestamp(&into.StageTimestamp)}})}}
 		}},
+		{"a query parameter name with a separator", func() []field {
+			return []field{{"requestURI", uriQuery([]field{{"a;b", str(&into.FieldManager)}})}}
+		}},
 		{"more interned members than the last-value cache holds", func() []field {
 			var rows []field
 			for i := range maxSlots + 1 {
