@@ -12,9 +12,11 @@ import (
 var promqlParser = parser.NewParser(parser.Options{})
 
 // maxSubquerySteps bounds the resolution of a subquery that replaces a range over a recorded
-// series (avg_over_time(rule[1d])): a recording rule evaluated every minute would give 1,440
-// points a day; more would only cost Prometheus time.
-const maxSubquerySteps = 1440
+// series (avg_over_time(rule[1d])). The subquery is evaluated again at every step of the
+// window, over the raw samples: a day at 1,440 points (the rule's own minute) times 60 steps
+// reads every sample of a day 60 times over. At 144 points (every 10 minutes of a day) the
+// average of a 5-minute rate barely moves, and the query stays cheap.
+const maxSubquerySteps = 144
 
 // inliner rewrites expressions written against loopwatch's recording rules so that they run
 // where Prometheus does not have the recorded series: each reference to a missing recording is

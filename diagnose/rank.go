@@ -109,15 +109,17 @@ func compareStrength(a, b *finding) int {
 // rank orders one controller's findings: the most likely cause first, then the other findings
 // nothing explains (contributing causes), then symptoms, each after the finding that explains
 // it. A finding A explains B when A's check lists B's alert (a stuck worker explains a growing
-// queue, N+1 calls explain slow reconciles, a write fight explains a high PATCH rate) and A
-// held when B's last stretch began or later: an earlier, unrelated blip explains nothing.
+// queue, N+1 calls explain slow reconciles, a write fight explains a high PATCH rate), A held
+// when B's last stretch began or later (an earlier, unrelated blip explains nothing), and A is
+// not weaker in time than B (a cause fading away does not explain a symptom at its peak).
 func rank(fs []*finding, step time.Duration) []*finding {
 	fs = slices.Clone(fs)
 	slices.SortStableFunc(fs, compareStrength)
 	for _, b := range fs {
 		b.explainedBy = nil
 		for _, a := range fs {
-			if a != b && a.check.explainsAlert(b.check.alert) && !a.instances[0].last.Add(step).Before(b.instances[0].first) {
+			if a != b && a.check.explainsAlert(b.check.alert) && !a.instances[0].last.Add(step).Before(b.instances[0].first) &&
+				a.instances[0].state(a.op) >= b.instances[0].state(b.op) {
 				b.explainedBy = a
 				break
 			}

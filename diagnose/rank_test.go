@@ -87,7 +87,7 @@ func TestRank(t *testing.T) {
 			},
 		},
 		{
-			name: "a RequeueAfter-free error storm behind replicas racing is a symptom of the race",
+			name: "an error storm behind replicas racing is a symptom of the race",
 			findings: func(t testing.TB) []*finding {
 				return []*finding{
 					held(t, gen.ReconcileErrors, 4*time.Minute, 0, 0.5, 0.5, 0.1),
@@ -135,6 +135,16 @@ func TestRank(t *testing.T) {
 				}
 			},
 			want: []want{{gen.QueueBacklog, RoleCause, nil}, {gen.ProcessorStuck, RoleContributing, nil}},
+		},
+		{
+			name: "a cause fading away does not explain a symptom at its peak",
+			findings: func(t testing.TB) []*finding {
+				return []*finding{
+					held(t, gen.APICallsPerReconcileHigh, 20*time.Minute, 0, 22, 51, 20),
+					held(t, gen.ReconcileSlow, 3*time.Minute, 0, 0.4, 0.4, 0.1),
+				}
+			},
+			want: []want{{gen.ReconcileSlow, RoleCause, nil}, {gen.APICallsPerReconcileHigh, RoleContributing, nil}},
 		},
 		{
 			name: "failures rank before monitoring gaps",
