@@ -200,10 +200,12 @@ func TestDiagnoseOnPrometheus(t *testing.T) {
 		{"on the raw metrics", raw, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			began := time.Now()
 			r, err := diagnose.Run(ctx, diagnose.Options{Prometheus: tc.prom.URL(), Since: 2 * time.Minute, Config: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
+			t.Logf("diagnosed %d controllers in %s", len(r.Controllers), time.Since(began).Round(time.Millisecond))
 			if got := len(r.RecordingRules.Recorded) > 0; got != tc.wantRecorded {
 				t.Errorf("recorded rules %v, want some: %v", r.RecordingRules.Recorded, tc.wantRecorded)
 			}
