@@ -111,14 +111,14 @@ func (d *diagnosis) report() Report {
 		}
 		r.Controllers = append(r.Controllers, d.controller(k, rank(per[k], d.step)))
 	}
+	// Unattributed findings are ordered like a controller's, but none explains another: they may
+	// concern unrelated workloads.
 	for _, f := range rank(unattributed, d.step) {
 		if d.opts.Controller != "" && !f.check.gap {
 			continue
 		}
-		f.role = ""
-		c := d.cause(f)
-		c.Role, c.ExplainedBy = RoleContributing, ""
-		r.Unattributed = append(r.Unattributed, c)
+		f.role, f.explainedBy = RoleContributing, nil
+		r.Unattributed = append(r.Unattributed, d.cause(f))
 	}
 	return r
 }
