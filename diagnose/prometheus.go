@@ -71,7 +71,7 @@ func (c *promClient) query(ctx context.Context, expr string, t time.Time) (model
 	form := url.Values{"query": {expr}, "time": {formatTime(t)}}
 	data, warnings, err := c.post(ctx, "/api/v1/query", form)
 	if err != nil {
-		return nil, nil, fmt.Errorf("query %s: %w", oneLine(expr), err)
+		return nil, nil, queryError(expr, err)
 	}
 	switch data.ResultType {
 	case model.ValVector:
@@ -101,7 +101,7 @@ func (c *promClient) queryRange(ctx context.Context, expr string, start, end tim
 	}
 	data, warnings, err := c.post(ctx, "/api/v1/query_range", form)
 	if err != nil {
-		return nil, nil, fmt.Errorf("query %s: %w", oneLine(expr), err)
+		return nil, nil, queryError(expr, err)
 	}
 	if data.ResultType != model.ValMatrix {
 		return nil, nil, fmt.Errorf("query %s: want a matrix, got %s", oneLine(expr), data.ResultType)
@@ -111,6 +111,15 @@ func (c *promClient) queryRange(ctx context.Context, expr string, start, end tim
 		return nil, nil, fmt.Errorf("query %s: decode matrix: %w", oneLine(expr), err)
 	}
 	return m, warnings, nil
+}
+
+// queryError names the query a failure is about, unless the failure is not about the query (no
+// Prometheus at that address).
+func queryError(expr string, err error) error {
+	if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNotPrometheus) {
+		return err
+	}
+	return fmt.Errorf("query %s: %w", oneLine(expr), err)
 }
 
 // post sends one form-encoded query (POST keeps long expressions out of the URL) and returns
