@@ -68,6 +68,14 @@ func (l level) resolve(cfg Config) []string {
 	return out
 }
 
+// ControllerLabels are the labels that identify one controller of one workload, with the
+// cluster label named as in cfg: what every per-controller rule keeps.
+func ControllerLabels(cfg Config) []string { return levelController.resolve(cfg) }
+
+// JobLabels are the labels that identify one workload (all its replicas), with the cluster label
+// named as in cfg.
+func JobLabels(cfg Config) []string { return levelJob.resolve(cfg) }
+
 // by renders the level's labels for `by (...)` and `on (...)` clauses.
 func (l level) by() string { return strings.Join(l.labels, ", ") }
 
