@@ -122,6 +122,18 @@ func checks() []*check {
 			next:     "Read the errors: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -i error. Expected waits should return ctrl.Result{RequeueAfter: d} with a nil error: those count as requeue_after, not as errors.",
 		},
 		{
+			alert: gen.ReconcilePanics,
+			signals: []signalSpec{
+				{name: "panics in 10 minutes", unit: UnitCount, headline: true},
+			},
+			extras:   func(q queries) []signalSpec { return []signalSpec{q.reconcilesByResult()} },
+			scope:    byController,
+			explains: []*gen.Alert{gen.ReconcileErrors, gen.ErrorBudgetBurnFast, gen.ErrorBudgetBurnSlow},
+			needs:    []catalogue.Metric{catalogue.ControllerRuntimeReconcilePanicsTotal},
+			optional: true,
+			next:     "Read the stack trace: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -A 30 -i panic. Guard the nil pointer or index the trace points at; controller-runtime retries the object with backoff until then.",
+		},
+		{
 			alert: gen.PatchRateHigh,
 			signals: []signalSpec{
 				{name: "PATCH requests of the pod", unit: UnitPerSecond, headline: true},
@@ -134,11 +146,13 @@ func checks() []*check {
 		{
 			alert: gen.HotLoop,
 			signals: []signalSpec{
+				// Without the audit exporter: a self-triggered loop is also a high write rate.
 				{name: "reconciles", unit: UnitPerSecond, headline: true},
-				{name: "mean reconcile time", unit: UnitSeconds, headline: true},
-				{name: "mean reconcile time", unit: UnitSeconds},
-				{name: "a tenth of its 1-day average", unit: UnitSeconds},
+				{name: "writes per reconcile", unit: UnitCount, headline: true},
 				{name: "writes (the controller's where instrumented, else its whole pod's)", unit: UnitPerSecond, headline: true},
+				// With the audit exporter: a hot object written by the controller's namespace.
+				{name: "reconciles", unit: UnitPerSecond},
+				{name: "writes per reconcile", unit: UnitCount},
 			},
 			extras:   func(q queries) []signalSpec { return []signalSpec{q.writesByVerb()} },
 			scope:    byController,
