@@ -19,7 +19,8 @@ const (
 // PodNameExtraKey is the user.extra key under which a bound service-account token names its pod.
 const PodNameExtraKey = "authentication.kubernetes.io/pod-name"
 
-// Event holds the fields of one audit event that the exporter uses.
+// Event holds the fields of one audit event that the exporter uses; which member of the event
+// fills each one is declared in schema.go.
 //
 // Strings are interned and stay valid after the next decode; the event itself is reused by the
 // decoder and must be copied if it is kept.

@@ -3,7 +3,8 @@ package decode
 import "testing"
 
 // FuzzDecode checks the decoder against encoding/json on arbitrary input: it must never panic,
-// must refuse invalid JSON and must extract the same fields. Seeds are the real batches.
+// must refuse invalid JSON and must extract the same fields, with eventSchema and with
+// widerReading's rows (the kinds of row a later kept field adds). Seeds are the real batches.
 // Run longer with: go test ./exporter/decode -run '^$' -fuzz FuzzDecode -fuzztime 5m -fuzzminimizetime 20x
 // (without a count limit, minimizing each new input grown from the 100 KB real batches takes the
 // default 60 s, during which nothing else runs).
@@ -33,8 +34,12 @@ func FuzzDecode(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	for _, seed := range widerInputs {
+		f.Add([]byte(seed))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstReference(t, data)
+		widerReading.check(t, data)
 		var ev Event
 		_ = NewDecoder(16).DecodeEvent(data, &ev)
 	})
