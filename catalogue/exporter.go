@@ -89,6 +89,11 @@ var (
 		Help:    "Time to handle one webhook request whose body is read: receiving and decrypting the body, decoding, tracking and answering.",
 		Buckets: auditBatchBuckets,
 	}
+	AuditRequestBytes = Metric{
+		Name: "loopwatch_audit_request_bytes", Type: Histogram, Source: SourceExporter,
+		Help:    "Size of the webhook request bodies received, in bytes: how close the API server's batches come to the exporter's --max-body-bytes.",
+		Buckets: []float64{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20},
+	}
 	AuditLastBatchTimestampSeconds = Metric{
 		Name: "loopwatch_audit_last_batch_timestamp_seconds", Type: Gauge, Source: SourceExporter,
 		Help: "Unix time of the last batch accepted; a stale value means the API server stopped sending.",
@@ -116,6 +121,6 @@ var exporterMetrics = []Metric{
 	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal,
 	AuditFightHandoffs, AuditHotObjectWritesPerSecond, AuditReplicaRacePods,
 	AuditRequestsTotal, AuditScrapesRefusedTotal, AuditBatchesTotal, AuditEventsTotal, AuditDroppedEventsTotal,
-	AuditDecodeSeconds, AuditRequestSeconds, AuditLastBatchTimestampSeconds,
+	AuditDecodeSeconds, AuditRequestSeconds, AuditRequestBytes, AuditLastBatchTimestampSeconds,
 	AuditTrackedObjects, AuditTrackedActors, AuditLabelledActors, AuditEvictionsTotal,
 }

@@ -82,7 +82,7 @@ type Metrics struct {
 	requests, events, dropped          *prometheus.CounterVec
 	scrapesRefused                     *prometheus.CounterVec
 	batches                            prometheus.Counter
-	decode, request                    prometheus.Histogram
+	decode, request, requestBytes      prometheus.Histogram
 	lastBatch                          prometheus.Gauge
 	// eventOutcomes are the events counters by outcome: counted, ignored_stage, unattributable,
 	// duplicate.
@@ -125,6 +125,7 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSer
 		batches:        counter(catalogue.AuditBatchesTotal),
 		decode:         histogram(catalogue.AuditDecodeSeconds),
 		request:        histogram(catalogue.AuditRequestSeconds),
+		requestBytes:   histogram(catalogue.AuditRequestBytes),
 		lastBatch:      gauge(catalogue.AuditLastBatchTimestampSeconds),
 		writeCache:     map[writeKey]prometheus.Counter{},
 		conflictCache:  map[conflictKey]prometheus.Counter{},
@@ -149,7 +150,7 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSer
 	}
 	for _, c := range []prometheus.Collector{
 		m.writes, m.conflicts, m.handoffs, m.reads, m.requests, m.scrapesRefused, m.events, m.dropped, m.batches, m.decode,
-		m.request, m.lastBatch, &trackerCollector{tracker: tracker},
+		m.request, m.requestBytes, m.lastBatch, &trackerCollector{tracker: tracker},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err

@@ -75,15 +75,24 @@ func (b *builder) exporterDashboard() Dashboard {
 	rows := []rowSpec{
 		{title: "Intake", panels: []panelSpec{
 			{title: "Webhook requests by outcome and reason", unit: "reqps",
-				description: "Rejected requests are retried by the API server 4 more times, then its events are dropped.",
+				description: "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait.",
 				targets:     []targetSpec{{expr: sumByLabels([]string{"outcome", "reason"}, r("loopwatch_audit_requests_total")), legend: "{{outcome}} {{reason}}"}}},
 			{title: "Events by outcome", unit: "ops",
-				description: "duplicate: a retried batch (deduplicated on auditID and stage).",
+				description: "duplicate: an event seen before (a retried batch); unattributable: no verb or user; ignored_stage: not the stage that completes a request.",
 				targets:     []targetSpec{{expr: sumByLabels([]string{"outcome"}, r("loopwatch_audit_events_total")), legend: "{{outcome}}"}}},
 			{title: "Seconds since the last batch", unit: "s",
 				targets: []targetSpec{{expr: "time() - " + aggregate("max", []string{"pod"}, sel("loopwatch_audit_last_batch_timestamp_seconds", ex, cluster)), legend: "{{pod}}"}}},
 			{title: "Dropped events", unit: "ops",
 				targets: []targetSpec{{expr: sumByLabels([]string{"reason"}, r("loopwatch_audit_dropped_events_total")), legend: "{{reason}}"}}},
+			{title: "Batch size", unit: "bytes",
+				description: "Webhook bodies received: the largest should stay well below the exporter's --max-body-bytes.",
+				targets: []targetSpec{
+					{expr: "histogram_quantile(0.5, " + sumByLabels([]string{"le"}, r("loopwatch_audit_request_bytes_bucket")) + ")", legend: "p50"},
+					{expr: "histogram_quantile(0.99, " + sumByLabels([]string{"le"}, r("loopwatch_audit_request_bytes_bucket")) + ")", legend: "p99"},
+				}},
+			{title: "Refused scrapes of /metrics", unit: "reqps",
+				description: "/metrics takes the webhook's or the scrape credentials: a Prometheus without them is refused here (and its target is down).",
+				targets:     []targetSpec{{expr: sumByLabels([]string{"reason"}, r("loopwatch_audit_scrapes_refused_total")), legend: "{{reason}}"}}},
 			{title: "Batch handling time", unit: "s",
 				description: "decode: decoding and tracking a batch; request: the whole webhook request, receiving and decrypting the body included.",
 				targets: []targetSpec{

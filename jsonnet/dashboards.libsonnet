@@ -2978,7 +2978,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 11,
+          "id": 13,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -3022,7 +3022,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Rejected requests are retried by the API server 4 more times, then its events are dropped. Alerts: LoopwatchAuditExporterDropping.",
+          "description": "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait. Alerts: LoopwatchAuditExporterDropping.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3109,7 +3109,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "duplicate: a retried batch (deduplicated on auditID and stage).",
+          "description": "duplicate: an event seen before (a retried batch); unattributable: no verb or user; ignored_stage: not the stage that completes a request.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3369,6 +3369,190 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Webhook bodies received: the largest should stay well below the exporter's --max-body-bytes.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "bytes",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 6,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.5, sum by (le) (rate(loopwatch_audit_request_bytes_bucket{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "p50",
+              "refId": "",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.99, sum by (le) (rate(loopwatch_audit_request_bytes_bucket{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "p99",
+              "refId": "",
+            },
+          ],
+          "title": "Batch size",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "/metrics takes the webhook's or the scrape credentials: a Prometheus without them is refused here (and its target is down).",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "reqps",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 20,
+          },
+          "id": 7,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (reason) (rate(loopwatch_audit_scrapes_refused_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Refused scrapes of /metrics",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "decode: decoding and tracking a batch; request: the whole webhook request, receiving and decrypting the body included.",
           "editable": false,
           "error": false,
@@ -3420,9 +3604,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 20,
+            "y": 28,
           },
-          "id": 6,
+          "id": 8,
           "isNew": false,
           "options": {
             "legend": {
@@ -3527,9 +3711,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 20,
+            "y": 28,
           },
-          "id": 7,
+          "id": 9,
           "isNew": false,
           "options": {
             "legend": {
@@ -3566,9 +3750,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 28,
+            "y": 36,
           },
-          "id": 8,
+          "id": 10,
           "isNew": false,
           "panels": [],
           "span": 0,
@@ -3631,9 +3815,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 29,
+            "y": 37,
           },
-          "id": 9,
+          "id": 11,
           "isNew": false,
           "options": {
             "legend": {
@@ -3738,9 +3922,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 29,
+            "y": 37,
           },
-          "id": 10,
+          "id": 12,
           "isNew": false,
           "options": {
             "legend": {
