@@ -29,6 +29,11 @@ var (
 		Help:   "Completed list and watch requests by actor, verb, API group and resource (only when the audit policy records reads).",
 		Labels: []string{LabelActor, LabelVerb, LabelGroup, LabelResource},
 	}
+	AuditInitialListsTotal = Metric{
+		Name: "loopwatch_audit_initial_lists_total", Type: Counter, Source: SourceExporter,
+		Help:   "Completed requests that load a whole collection from scratch, an informer's initial list or relist, by actor, verb, API group and resource: LISTs (verb=\"list\") and WATCHes with sendInitialEvents=true (verb=\"watch\"; WatchList, how client-go from 1.35 lists). Ordinary watches are not counted. Only when the audit policy records reads.",
+		Labels: []string{LabelActor, LabelVerb, LabelGroup, LabelResource},
+	}
 )
 
 // Top-offender gauges, exposed at scrape time from capped tables whose entries expire: a series
@@ -118,7 +123,7 @@ var (
 )
 
 var exporterMetrics = []Metric{
-	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal,
+	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal, AuditInitialListsTotal,
 	AuditFightHandoffs, AuditHotObjectWritesPerSecond, AuditReplicaRacePods,
 	AuditRequestsTotal, AuditScrapesRefusedTotal, AuditBatchesTotal, AuditEventsTotal, AuditDroppedEventsTotal,
 	AuditDecodeSeconds, AuditRequestSeconds, AuditRequestBytes, AuditLastBatchTimestampSeconds,

@@ -54,8 +54,11 @@ func (b *builder) auditDashboard() Dashboard {
 					{expr: sumByLabels([]string{"job"}, rate(sel("rest_client_requests_total", ctl, cluster, `job=~"$job"`, `method="PATCH"`), "$__rate_interval")), legend: "{{job}} PATCH (client-go)"},
 					{expr: sumByLabels([]string{"actor"}, writes(`verb="patch"`)), legend: "{{actor}} patch (audit)"},
 				}},
+			{title: "Initial lists (relists) by actor", unit: "ops",
+				description: "Requests that load a whole collection: LISTs, and WATCHes with sendInitialEvents=true (WatchList, how client-go from 1.35 lists). An informer makes one when it starts and one per relist after its watch expires (410 Gone); a steady rate is a relist storm. Needs an audit policy that records list and watch.",
+				targets:     []targetSpec{{expr: sumByLabels([]string{"actor", "verb", "resource"}, rate(sel("loopwatch_audit_initial_lists_total", ex, cluster, actor), "$__rate_interval")), legend: "{{actor}} {{verb}} {{resource}}"}}},
 			{title: "Lists and watches by actor", unit: "ops",
-				description: "Informers relisting after their watches expire (410 Gone) show as bursts of lists, or of watches for clients with WatchList on. Needs an audit policy that records list and watch.",
+				description: "Every list and watch; informers renew each watch every 5 to 10 minutes. Needs an audit policy that records list and watch.",
 				targets:     []targetSpec{{expr: sumByLabels([]string{"actor", "verb", "resource"}, rate(sel("loopwatch_audit_reads_total", ex, cluster, actor), "$__rate_interval")), legend: "{{actor}} {{verb}} {{resource}}"}}},
 		}},
 	}

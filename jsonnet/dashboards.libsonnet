@@ -1989,7 +1989,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 14,
+          "id": 15,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -2660,7 +2660,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Informers relisting after their watches expire (410 Gone) show as bursts of lists, or of watches for clients with WatchList on. Needs an audit policy that records list and watch. Alerts: LoopwatchRelistStorm.",
+          "description": "Requests that load a whole collection: LISTs, and WATCHes with sendInitialEvents=true (WatchList, how client-go from 1.35 lists). An informer makes one when it starts and one per relist after its watch expires (410 Gone); a steady rate is a relist storm. Needs an audit policy that records list and watch. Alerts: LoopwatchRelistStorm.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -2714,6 +2714,93 @@
             "y": 54,
           },
           "id": 13,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (actor, verb, resource) (rate(loopwatch_audit_initial_lists_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\", actor=~\"$actor\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{actor}} {{verb}} {{resource}}",
+              "refId": "",
+            },
+          ],
+          "title": "Initial lists (relists) by actor",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Every list and watch; informers renew each watch every 5 to 10 minutes. Needs an audit policy that records list and watch.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "ops",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 62,
+          },
+          "id": 14,
           "isNew": false,
           "options": {
             "legend": {
