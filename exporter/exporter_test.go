@@ -47,9 +47,9 @@ loopwatch_audit_events_total{outcome="counted"} 8
 loopwatch_audit_events_total{outcome="duplicate"} 0
 loopwatch_audit_events_total{outcome="ignored_stage"} 1
 loopwatch_audit_events_total{outcome="unattributable"} 0
-# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window. Capped set, expires after the offender TTL.
+# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.
 # TYPE loopwatch_audit_fight_handoffs gauge
-loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",group="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
+loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",field_manager_a="test",field_manager_b="test",group="",mutating_webhook="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
 # HELP loopwatch_audit_handoffs_total Successful writes to an object whose previous successful write was by another actor, by previous actor (from_actor), writing actor (to_actor), API group and resource. Reciprocal series (A->B and B->A both rising) are a fight.
 # TYPE loopwatch_audit_handoffs_total counter
 loopwatch_audit_handoffs_total{from_actor="system:serviceaccount:default:sa-a",group="",resource="serviceaccounts",to_actor="system:serviceaccount:default:sa-b"} 3

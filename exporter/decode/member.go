@@ -49,6 +49,8 @@ type value struct {
 	// legacy marks a member of an older version of the event (audit.k8s.io/v1beta1), absent from
 	// the v1 types the schema test compares the rows with.
 	legacy bool
+	// needle (map entries only) keeps an entry's value only when it contains these bytes.
+	needle string
 }
 
 // into is never written: the constructors below take the address of one of its fields, so that
@@ -74,6 +76,16 @@ var (
 // str keeps a string, interned, in *f.
 func str(f *string) value {
 	return value{kind: kindString, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f))}
+}
+
+// strContaining keeps a map entry's string value, interned, in *f only when it contains needle;
+// other values leave *f as it is. With a key prefix it picks, among several entries, the last one
+// (in the document) whose value says what needle says, such as the mutating webhook annotation
+// of a webhook that did change the object.
+func strContaining(f *string, needle string) value {
+	v := str(f)
+	v.needle = needle
+	return v
 }
 
 // firstOf keeps the first element of a []string, interned, in *f.
@@ -141,6 +153,8 @@ type member struct {
 	name string
 	// prefix (map entries) says the row matches every key that starts with name.
 	prefix bool
+	// needle (map entries) keeps a value only when it contains these bytes.
+	needle string
 	// path names the member in error messages, e.g. "responseStatus.code".
 	path string
 }
@@ -180,7 +194,10 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 	seen := map[string]bool{}
 	for i, f := range rows {
 		m := &sch.members[i]
-		m.kind, m.to, m.flag, m.name = f.kind, f.to, f.flag, f.name
+		m.kind, m.to, m.flag, m.name, m.needle = f.kind, f.to, f.flag, f.name, f.needle
+		if m.needle != "" && parent != kindStringMap {
+			panic(fmt.Sprintf("decode: %s: only string map entries keep values by content", f.name))
+		}
 		if parent == kindStringMap || parent == kindStringListMap {
 			m.name, m.prefix = strings.CutSuffix(f.name, "*")
 		}

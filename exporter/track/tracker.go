@@ -387,8 +387,45 @@ func (t *Tracker) trackFight(w *objectWrite) {
 		if f != nil {
 			*f = v
 		} else {
-			t.fights.add(w.key, v, w.clock)
+			f = t.fights.add(w.key, v, w.clock)
 		}
+	default:
+		return
+	}
+	if f != nil {
+		describeFight(f, o)
+	}
+}
+
+// describeFight fills what the fight does not know yet about the writer of o: its field manager
+// and user agent, and the mutating webhook that changed its write.
+func describeFight(f *Fight, o *Observation) {
+	ev := o.Event
+	manager, agent := &f.FieldManagerA, &f.UserAgentA
+	if o.Actor == f.ActorB {
+		manager, agent = &f.FieldManagerB, &f.UserAgentB
+	}
+	if *manager == "" {
+		*manager = ev.Manager()
+	}
+	if *agent == "" {
+		*agent = ev.UserAgent
+	}
+	if f.MutatingWebhook == "" && ev.MutatingWebhook != "" {
+		f.MutatingWebhook, f.MutatedActor = decode.ParseMutatingWebhook(ev.MutatingWebhook), o.Actor
+	}
+}
+
+// describeHot fills what the hot object does not know yet about its actor's write ev.
+func describeHot(h *HotObject, ev *decode.Event) {
+	if h.FieldManager == "" {
+		h.FieldManager = ev.Manager()
+	}
+	if h.UserAgent == "" {
+		h.UserAgent = ev.UserAgent
+	}
+	if h.MutatingWebhook == "" && ev.MutatingWebhook != "" {
+		h.MutatingWebhook = decode.ParseMutatingWebhook(ev.MutatingWebhook)
 	}
 }
 
@@ -410,7 +447,12 @@ func (t *Tracker) trackHot(w *objectWrite) {
 		*h = HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
 	case h == nil && t.admitHot(int(st.hotWrites)):
 		v := HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
-		t.hot.add(w.key, v, w.clock)
+		h = t.hot.add(w.key, v, w.clock)
+	default:
+		return
+	}
+	if h != nil {
+		describeHot(h, w.o.Event)
 	}
 }
 
