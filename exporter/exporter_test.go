@@ -269,3 +269,34 @@ func TestExporterCountsInitialListsOfWatchListClients(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestReadmeStatesTheMemoryBound: the Bounds table's default column is what MemoryBound computes
+// for the default configuration.
+func TestReadmeStatesTheMemoryBound(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MemoryBound(Config{}, ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part, bytes := range map[string]int64{
+		"| dedupe |": m.Dedupe, "| tracker |": m.Tracker, "| bodies |": m.Bodies, "| decoders |": m.Decoders,
+		"| series |": m.Series, "| connections |": m.Connections, "| **total** |": m.Total(),
+	} {
+		want := fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20))
+		found := false
+		for _, line := range strings.Split(string(readme), "\n") {
+			if strings.HasPrefix(line, part) {
+				found = true
+				if !strings.Contains(line, want) {
+					t.Errorf("README's %s row does not state %s: %s", part, want, line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("README has no %s row in its Bounds table", part)
+		}
+	}
+}
