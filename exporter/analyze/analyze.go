@@ -187,10 +187,16 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 			if err != nil {
 				return
 			}
+			foreign := false
 			for i := range events {
 				if events[i].IsAuditEvent() {
 					observe(n, &events[i])
+				} else {
+					foreign = true
 				}
+			}
+			if foreign { // the line's other items are read; the line is reported
+				sk.add(n, &sk.NotAuditEvents)
 			}
 			return
 		}
