@@ -44,6 +44,9 @@ type exporterProcess struct {
 	url  string
 	pki  *testPKI
 	logs *bytes.Buffer
+	// http is one client for all the scenario's requests, so that polling does not open a
+	// connection each time (the exporter closes connections beyond its limit).
+	http *http.Client
 }
 
 func startExporterProcess(t *testing.T, bin string, extra ...string) *exporterProcess {
@@ -102,9 +105,11 @@ func (p *exporterProcess) peakRSS(t *testing.T) int64 {
 }
 
 func (p *exporterProcess) client() *http.Client {
-	c := (&testServer{pki: p.pki}).client(&p.pki.client)
-	c.Timeout = time.Minute
-	return c
+	if p.http == nil {
+		p.http = (&testServer{pki: p.pki}).client(&p.pki.client)
+		p.http.Timeout = time.Minute
+	}
+	return p.http
 }
 
 // metrics scrapes /metrics with the webhook's client certificate.

@@ -279,7 +279,7 @@ func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
 		}
 		batch = append(batch, w.event())
 	}
-	skip := func(*decode.Event) bool { return false }
+	skip := func(*decode.Event, uint64) bool { return false }
 	tr.ObserveBatch(batch, skip) // warm up: sink maps, names, offender tables
 	allocs := testing.AllocsPerRun(20, func() {
 		tr.ObserveBatch(batch, skip)
