@@ -59,6 +59,8 @@ func startExporterProcess(t *testing.T, bin string, extra ...string) *exporterPr
 	args := append([]string{"exporter", "--listen-address=" + addr, "--tls-cert-file=" + pki.certFile,
 		"--tls-key-file=" + pki.keyFile, "--client-ca-file=" + pki.caFile}, extra...)
 	p := &exporterProcess{cmd: exec.Command(bin, args...), url: "https://" + addr, pki: pki, logs: &bytes.Buffer{}}
+	p.http = (&testServer{pki: pki}).client(&pki.client)
+	p.http.Timeout = time.Minute
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -104,13 +106,7 @@ func (p *exporterProcess) peakRSS(t *testing.T) int64 {
 	return 0
 }
 
-func (p *exporterProcess) client() *http.Client {
-	if p.http == nil {
-		p.http = (&testServer{pki: p.pki}).client(&p.pki.client)
-		p.http.Timeout = time.Minute
-	}
-	return p.http
-}
+func (p *exporterProcess) client() *http.Client { return p.http }
 
 // metrics scrapes /metrics with the webhook's client certificate.
 func (p *exporterProcess) metrics(t *testing.T) string {
