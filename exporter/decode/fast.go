@@ -292,7 +292,31 @@ func (d *Decoder) fastEntries(p int, ev *Event, m *member) int {
 		if q < 0 || q+1 >= len(data) || data[q+1] != ':' {
 			return -1
 		}
-		e := m.sch.entry(data[p+1 : q])
+		var e *member
+		if q > p+1 && m.sch.mayName(data[p+1]) {
+			e = m.sch.entry(data[p+1 : q])
+		}
+		if e == nil && m.kind == kindStringMap {
+			// Most entries: a string no row keeps, skipped as skipStrings does.
+			p = q + 2
+			if p >= len(data) || data[p] != '"' {
+				return -1
+			}
+			r := plainAt(masks, p+1)
+			if r == -2 {
+				r = plainFrom(masks, p+1)
+			}
+			if r >= 0 {
+				p = r + 1
+				continue
+			}
+			d.s.pos = p
+			if d.s.skipString() != nil {
+				return -1
+			}
+			p = d.s.pos
+			continue
+		}
 		switch {
 		case m.kind == kindStringListMap:
 			p = d.fastStringList(q+2, ev, e)

@@ -137,7 +137,13 @@ func stringListMap(entries []field) value {
 // parameters of one query, in the order declared.
 type schema struct {
 	members []member
+	// firsts has bit c set when a member's name starts with byte c (map entries): most keys of a
+	// map are then passed over with one test, not compared with every row.
+	firsts [4]uint64
 }
+
+// mayName reports whether a key starting with byte c can name one of the rows.
+func (sch *schema) mayName(c byte) bool { return sch.firsts[c>>6]&(1<<(c&63)) != 0 }
 
 // member is a compiled row.
 type member struct {
@@ -209,6 +215,7 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 			panic(fmt.Sprintf("decode: bad or repeated name in schema: %q", m.path))
 		}
 		seen[f.name] = true
+		sch.firsts[m.name[0]>>6] |= 1 << (m.name[0] & 63)
 		want := kindString
 		switch parent {
 		case kindStruct, kindPointer:
