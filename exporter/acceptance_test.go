@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -306,6 +307,33 @@ func TestAcceptanceOnTheBinary(t *testing.T) {
 		t.Logf("MEASURED %.1f MiB batch: answered %d, too_large refusals %v", float64(len(body))/(1<<20), resp.StatusCode, tooLarge)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || tooLarge != 1 {
 			t.Fatal("over the acceptance line")
+		}
+	})
+
+	t.Run("SIGTERM with slow uploads in flight exits 0 within the grace period", func(t *testing.T) {
+		p := startExporterProcess(t, bin, "--shutdown-timeout=10s")
+		ts := &testServer{pki: p.pki, url: p.url}
+		stop := make(chan struct{})
+		defer close(stop)
+		for range 3 {
+			go func() {
+				req, _ := http.NewRequest(http.MethodPost, p.url+WebhookPath, dribble{every: 200 * time.Millisecond, stop: stop})
+				req.Header.Set("Content-Type", "application/json")
+				if resp, err := ts.h2Client().Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+		}
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		err := p.cmd.Wait()
+		d := time.Since(start)
+		t.Logf("MEASURED SIGTERM with 3 slow uploads in flight: exited %v after %s (grace period 10s)", p.cmd.ProcessState.ExitCode(), d.Round(time.Millisecond))
+		if err != nil || d > 10*time.Second {
+			t.Fatalf("exit: %v after %s", err, d)
 		}
 	})
 
