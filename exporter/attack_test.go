@@ -298,7 +298,8 @@ func btof(b bool) float64 {
 }
 
 // Item 5: a batch over the limits is refused with 413 and counted, whether its length is
-// declared or not; the largest batch the API server sends when told to split is accepted.
+// declared or not; the largest batch the API server sends with the deploy files' flags is
+// accepted.
 func TestAttackOversizedBatchesAreRefusedAndCounted(t *testing.T) {
 	s := startTestServer(t, func(c *ServerConfig) { c.MaxBodyBytes = DefaultMaxBodyBytes })
 	c := s.h2Client()
@@ -320,17 +321,16 @@ func TestAttackOversizedBatchesAreRefusedAndCounted(t *testing.T) {
 	if got := s.rejected(ReasonTooLarge); got != 2 {
 		t.Fatalf("%v too_large refusals, want 2", got)
 	}
-	// Nearly 8 MiB: the largest batch the deploy files let the API server send (of events with
-	// the longest names Kubernetes allows, so that they stay within the event limit).
+	// 15.6 MiB: the largest batch the API server sends with the deploy files' flags, 400 events
+	// of 40 KiB (--audit-webhook-truncate-max-event-size cuts anything larger).
 	var ws []auditWrite
-	long := strings.Repeat("x", 240)
-	for i := 0; ; i++ {
-		ws = append(ws, auditWrite{id: fmt.Sprint("big-", i), actor: "system:serviceaccount:ns:ctl", pod: fmt.Sprint(long, i), name: fmt.Sprint(long, i)})
-		if i%1000 == 999 && len(eventList(t, ws...)) > 7<<20 {
-			break
-		}
+	for i := range 400 {
+		ws = append(ws, auditWrite{id: fmt.Sprint("big-", i), actor: "system:serviceaccount:ns:ctl", name: fmt.Sprint("object-", i), query: "fieldManager=" + strings.Repeat("m", 40200)})
 	}
 	body := eventList(t, ws...)
+	if len(body) < 15<<20 || len(body) > 400*40960+1024 {
+		t.Fatalf("the batch is %d bytes, want the largest the deploy files allow", len(body))
+	}
 	if err := postExpect(c, s.url+WebhookPath, body, http.StatusOK); err != nil {
 		t.Fatalf("%d bytes, %d events: %v", len(body), len(ws), err)
 	}

@@ -26,9 +26,9 @@ const WebhookPath = "/audit"
 // Defaults of ServerConfig.
 const (
 	// DefaultMaxBodyBytes bounds a webhook request body. 400 Metadata-level events are ~330 KiB;
-	// with --audit-webhook-truncate-enabled the API server splits batches above
-	// --audit-webhook-truncate-max-batch-size (10 MiB by default, 8 MiB in the deploy files), so
-	// every batch it sends fits.
+	// with --audit-webhook-truncate-enabled the API server cuts every event above
+	// --audit-webhook-truncate-max-event-size to Metadata level, so a batch is at most
+	// batch-max-size × max-event-size: 400 × 40 KiB in the deploy files, 15.6 MiB, fits.
 	DefaultMaxBodyBytes = 16 << 20
 	// DefaultMaxBufferedBytes bounds the bodies being received or processed at once: four
 	// bodies of the largest size.
@@ -37,7 +37,7 @@ const (
 	// under a millisecond of CPU once received, so two keep two cores busy.
 	DefaultMaxInFlight = 2
 	// DefaultMinBodyBytesPerSecond is the slowest average rate at which a body may arrive (after
-	// DefaultBodyGrace): a 400-event batch gets 2 + 5 s, an 8 MiB one 2 + 128 s, beyond the
+	// DefaultBodyGrace): a 400-event batch gets 2 + 5 s, a 15 MiB one 2 + 240 s, beyond the
 	// API server's own 30 s request timeout. A slower sender is cut off.
 	DefaultMinBodyBytesPerSecond = 64 << 10
 	// DefaultBodyGrace is the time a body gets before the minimum rate applies.

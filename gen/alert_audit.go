@@ -262,7 +262,7 @@ var AuditExporterDropping = &Alert{
 			sumBy(levelExporter, rate(sel("loopwatch_audit_dropped_events_total", s), "5m"))+" > "+threshold)
 	},
 	Summary:     "The audit exporter rejects or drops audit data.",
-	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled splits them); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
+	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
 	Panel:       PanelRef{"exporter", "Webhook requests by outcome and reason"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

@@ -78,7 +78,7 @@ func (b *builder) exporterDashboard() Dashboard {
 	rows := []rowSpec{
 		{title: "Intake", panels: []panelSpec{
 			{title: "Webhook requests by outcome and reason", unit: "reqps",
-				description: "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait.",
+				description: "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled with a max event size that keeps batches below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait.",
 				targets:     []targetSpec{{expr: sumByLabels([]string{"outcome", "reason"}, r("loopwatch_audit_requests_total")), legend: "{{outcome}} {{reason}}"}}},
 			{title: "Events by outcome", unit: "ops",
 				description: "duplicate: an event seen before (a retried batch); unattributable: no verb or user; ignored_stage: not the stage that completes a request.",

@@ -283,7 +283,7 @@
             [if "%(exporterDroppingFor)s" % $._config != '0s' then 'for']: "%(exporterDroppingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled splits them); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterDropping.md" % $._config,
               summary: "The audit exporter rejects or drops audit data.",
             },

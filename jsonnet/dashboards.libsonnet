@@ -3109,7 +3109,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait. Alerts: LoopwatchAuditExporterDropping.",
+          "description": "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled with a max event size that keeps batches below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait. Alerts: LoopwatchAuditExporterDropping.",
           "editable": false,
           "error": false,
           "fieldConfig": {

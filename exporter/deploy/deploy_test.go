@@ -224,11 +224,11 @@ func apiServerAuditArgs(t *testing.T) []string {
 	return args
 }
 
-// TestAPIServerFlagsSplitBatchesBelowTheExporterLimit checks that the deploy file's API server
+// TestAPIServerFlagsKeepBatchesBelowTheExporterLimit checks that the deploy file's API server
 // flags turn truncation on and keep every batch (in bytes and in events) within what the
 // exporter's Deployment accepts. (TestDeployFilesOnTheRealAPIServer starts kube-apiserver with
 // them: it refuses unknown flags and invalid values.)
-func TestAPIServerFlagsSplitBatchesBelowTheExporterLimit(t *testing.T) {
+func TestAPIServerFlagsKeepBatchesBelowTheExporterLimit(t *testing.T) {
 	flags := map[string]string{}
 	for _, a := range apiServerAuditArgs(t) {
 		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
@@ -260,8 +260,13 @@ func TestAPIServerFlagsSplitBatchesBelowTheExporterLimit(t *testing.T) {
 	}{
 		{"batch mode", flags["audit-webhook-mode"] == "batch"},
 		{"truncation is on", flags["audit-webhook-truncate-enabled"] == "true"},
-		{"batches are split below the exporter's body limit", number("audit-webhook-truncate-max-batch-size") < opts.Server.MaxBodyBytes},
+		// Batch mode hands the truncating backend one event at a time: it cuts events, it does not
+		// split batches. A batch is at most batch-max-size events of max-event-size bytes (plus
+		// the list's punctuation).
+		{"a batch of the largest events fits the exporter's body limit",
+			number("audit-webhook-batch-max-size")*(number("audit-webhook-truncate-max-event-size")+1)+1024 <= opts.Server.MaxBodyBytes},
 		{"events are cut below the batch size", number("audit-webhook-truncate-max-event-size") <= number("audit-webhook-truncate-max-batch-size")},
+		{"the batch size says the same bound", number("audit-webhook-truncate-max-batch-size") == number("audit-webhook-batch-max-size")*number("audit-webhook-truncate-max-event-size")},
 		{"batches hold no more events than the exporter's limit", number("audit-webhook-batch-max-size") <= int64(opts.Exporter.MaxBatchEvents)},
 	}
 	for _, tc := range cases {
