@@ -213,22 +213,22 @@
         rules: [
           {
             alert: "LoopwatchWriteFight",
-            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor_a, actor_b) (loopwatch_audit_fight_handoffs{%(exporterSelector)s}) >= %(writeFightThreshold)g" % $._config,
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor_a, actor_b, mutating_webhook) (loopwatch_audit_fight_handoffs{%(exporterSelector)s}) >= %(writeFightThreshold)g" % $._config,
             [if "%(writeFightFor)s" % $._config != '0s' then 'for']: "%(writeFightFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field. Find which field both set: kubectl get --show-managed-fields, and the writes-by-actor panel.",
+              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
               runbook_url: "%(runbookBaseURL)sLoopwatchWriteFight.md" % $._config,
               summary: "Two actors keep overwriting each other's writes to one object.",
             },
           },
           {
             alert: "LoopwatchHotObject",
-            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s}) > %(hotObjectThreshold)g" % $._config,
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor, mutating_webhook) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s}) > %(hotObjectThreshold)g" % $._config,
             [if "%(hotObjectFor)s" % $._config != '0s' then 'for']: "%(hotObjectFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.",
+              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotObject.md" % $._config,
               summary: "One actor rewrites one object at a high rate.",
             },
@@ -257,13 +257,13 @@
           },
           {
             alert: "LoopwatchRelistStorm",
-            expr: "sum by (%(clusterLabel)s, actor, group, resource) (cluster_actor_verb_group_resource:loopwatch_audit_reads:rate5m{verb=\"list\"}) > %(relistStormThreshold)g" % $._config,
+            expr: "sum by (%(clusterLabel)s, actor, group, resource) (cluster_actor_verb_group_resource:loopwatch_audit_initial_lists:rate5m) > %(relistStormThreshold)g" % $._config,
             [if "%(relistStormFor)s" % $._config != '0s' then 'for']: "%(relistStormFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list at Metadata level.",
+              description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list and watch at Metadata level.",
               runbook_url: "%(runbookBaseURL)sLoopwatchRelistStorm.md" % $._config,
-              summary: "An actor lists a resource at a high rate.",
+              summary: "An actor relists a resource at a high rate.",
             },
           },
           {
@@ -283,7 +283,7 @@
             [if "%(exporterDroppingFor)s" % $._config != '0s' then 'for']: "%(exporterDroppingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it.",
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterDropping.md" % $._config,
               summary: "The audit exporter rejects or drops audit data.",
             },

@@ -1989,7 +1989,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 14,
+          "id": 15,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -2435,7 +2435,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Objects written alternately by two actors at least N times within the fight window (value: handoffs). Alerts: LoopwatchWriteFight.",
+          "description": "Objects written alternately by two actors at least N times within the fight window (value: handoffs), with the field manager each writes under and the mutating admission webhook that changed their writes, when one did. Alerts: LoopwatchWriteFight.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -2455,7 +2455,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (resource, subresource, object_namespace, object_name, actor_a, actor_b) (loopwatch_audit_fight_handoffs{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"})" % $._config,
+              "expr": "sum by (resource, subresource, object_namespace, object_name, actor_a, actor_b, field_manager_a, field_manager_b, mutating_webhook) (loopwatch_audit_fight_handoffs{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"})" % $._config,
               "format": "table",
               "instant": true,
               "refId": "",
@@ -2472,7 +2472,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "One actor rewriting one object faster than the threshold (value: writes per second). Alerts: LoopwatchHotObject.",
+          "description": "One actor rewriting one object faster than the threshold (value: writes per second), with the field manager it writes under and the mutating admission webhook that changed its writes, when one did. Alerts: LoopwatchHotObject.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -2492,7 +2492,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (resource, subresource, object_namespace, object_name, actor) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"})" % $._config,
+              "expr": "sum by (resource, subresource, object_namespace, object_name, actor, field_manager, mutating_webhook) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"})" % $._config,
               "format": "table",
               "instant": true,
               "refId": "",
@@ -2660,7 +2660,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Informers relisting after their watches expire (410 Gone) show as bursts of lists, or of watches for clients with WatchList on. Needs an audit policy that records list and watch. Alerts: LoopwatchRelistStorm.",
+          "description": "Requests that load a whole collection: LISTs, and WATCHes with sendInitialEvents=true (WatchList, how client-go from 1.35 lists). An informer makes one when it starts and one per relist after its watch expires (410 Gone); a steady rate is a relist storm. Needs an audit policy that records list and watch. Alerts: LoopwatchRelistStorm.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -2714,6 +2714,93 @@
             "y": 54,
           },
           "id": 13,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (actor, verb, resource) (rate(loopwatch_audit_initial_lists_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\", actor=~\"$actor\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{actor}} {{verb}} {{resource}}",
+              "refId": "",
+            },
+          ],
+          "title": "Initial lists (relists) by actor",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Every list and watch; informers renew each watch every 5 to 10 minutes. Needs an audit policy that records list and watch.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "ops",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 62,
+          },
+          "id": 14,
           "isNew": false,
           "options": {
             "legend": {
@@ -2978,7 +3065,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 11,
+          "id": 13,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -3022,7 +3109,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Rejected requests are retried by the API server 4 more times, then its events are dropped. Alerts: LoopwatchAuditExporterDropping.",
+          "description": "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled with a max event size that keeps batches below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait. Alerts: LoopwatchAuditExporterDropping.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3109,7 +3196,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "duplicate: a retried batch (deduplicated on auditID and stage).",
+          "description": "duplicate: an event seen before (a retried batch); unattributable: no verb or user; ignored_stage: not the stage that completes a request.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3369,6 +3456,190 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Webhook bodies received: the largest should stay well below the exporter's --max-body-bytes.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "bytes",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 6,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.5, sum by (le) (rate(loopwatch_audit_request_bytes_bucket{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "p50",
+              "refId": "",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.99, sum by (le) (rate(loopwatch_audit_request_bytes_bucket{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "p99",
+              "refId": "",
+            },
+          ],
+          "title": "Batch size",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "/metrics takes the webhook's or the scrape credentials: a Prometheus without them is refused here (and its target is down).",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "reqps",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 20,
+          },
+          "id": 7,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (reason) (rate(loopwatch_audit_scrapes_refused_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Refused scrapes of /metrics",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "decode: decoding and tracking a batch; request: the whole webhook request, receiving and decrypting the body included.",
           "editable": false,
           "error": false,
@@ -3420,9 +3691,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 20,
+            "y": 28,
           },
-          "id": 6,
+          "id": 8,
           "isNew": false,
           "options": {
             "legend": {
@@ -3527,9 +3798,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 20,
+            "y": 28,
           },
-          "id": 7,
+          "id": 9,
           "isNew": false,
           "options": {
             "legend": {
@@ -3566,9 +3837,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 28,
+            "y": 36,
           },
-          "id": 8,
+          "id": 10,
           "isNew": false,
           "panels": [],
           "span": 0,
@@ -3631,9 +3902,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 29,
+            "y": 37,
           },
-          "id": 9,
+          "id": 11,
           "isNew": false,
           "options": {
             "legend": {
@@ -3738,9 +4009,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 29,
+            "y": 37,
           },
-          "id": 10,
+          "id": 12,
           "isNew": false,
           "options": {
             "legend": {

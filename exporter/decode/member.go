@@ -28,6 +28,7 @@ const (
 	kindStringMap                 // map[string]string: the entries its rows list (each kindString); null clears them
 	kindStringListMap             // map[string][]string: the entries its rows list (each kindFirstString); null clears them
 	kindFirstString               // []string, its first element interned into a string field ("" when empty or null)
+	kindTimeRFC3339               // metav1.Time in RFC 3339 with seconds (older event versions) into a time.Time field; null is the zero time
 )
 
 // field is one row of the schema: a member's JSON name (an object's key, a map's key, or a
@@ -45,6 +46,11 @@ type value struct {
 	to, flag uintptr
 	// fields are the rows of a struct's members, a map's entries or a URI's query parameters.
 	fields []field
+	// legacy marks a member of an older version of the event (audit.k8s.io/v1beta1), absent from
+	// the v1 types the schema test compares the rows with.
+	legacy bool
+	// needle (map entries only) keeps an entry's value only when it contains these bytes.
+	needle string
 }
 
 // into is never written: the constructors below take the address of one of its fields, so that
@@ -72,6 +78,16 @@ func str(f *string) value {
 	return value{kind: kindString, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f))}
 }
 
+// strContaining keeps a map entry's string value, interned, in *f only when it contains needle;
+// other values leave *f as it is. With a key prefix it picks, among several entries, the last one
+// (in the document) whose value says what needle says, such as the mutating webhook annotation
+// of a webhook that did change the object.
+func strContaining(f *string, needle string) value {
+	v := str(f)
+	v.needle = needle
+	return v
+}
+
 // firstOf keeps the first element of a []string, interned, in *f.
 func firstOf(f *string) value {
 	return value{kind: kindFirstString, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f))}
@@ -90,6 +106,12 @@ func uriQuery(params []field) value { return value{kind: kindURI, fields: params
 // timestamp keeps a metav1.Time or MicroTime in *f.
 func timestamp(f *time.Time) value {
 	return value{kind: kindTime, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f))}
+}
+
+// legacyTime keeps a metav1.Time, as older event versions write it (RFC 3339, seconds), in *f:
+// the member exists only in those versions.
+func legacyTime(f *time.Time) value {
+	return value{kind: kindTimeRFC3339, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f)), legacy: true}
 }
 
 // integer keeps an int32 in *f; like encoding/json it refuses fractions, exponents and overflow.
@@ -115,7 +137,13 @@ func stringListMap(entries []field) value {
 // parameters of one query, in the order declared.
 type schema struct {
 	members []member
+	// firsts has bit c set when a member's name starts with byte c (map entries): most keys of a
+	// map are then passed over with one test, not compared with every row.
+	firsts [4]uint64
 }
+
+// mayName reports whether a key starting with byte c can name one of the rows.
+func (sch *schema) mayName(c byte) bool { return sch.firsts[c>>6]&(1<<(c&63)) != 0 }
 
 // member is a compiled row.
 type member struct {
@@ -131,6 +159,8 @@ type member struct {
 	name string
 	// prefix (map entries) says the row matches every key that starts with name.
 	prefix bool
+	// needle (map entries) keeps a value only when it contains these bytes.
+	needle string
 	// path names the member in error messages, e.g. "responseStatus.code".
 	path string
 }
@@ -170,7 +200,10 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 	seen := map[string]bool{}
 	for i, f := range rows {
 		m := &sch.members[i]
-		m.kind, m.to, m.flag, m.name = f.kind, f.to, f.flag, f.name
+		m.kind, m.to, m.flag, m.name, m.needle = f.kind, f.to, f.flag, f.name, f.needle
+		if m.needle != "" && parent != kindStringMap {
+			panic(fmt.Sprintf("decode: %s: only string map entries keep values by content", f.name))
+		}
 		if parent == kindStringMap || parent == kindStringListMap {
 			m.name, m.prefix = strings.CutSuffix(f.name, "*")
 		}
@@ -182,6 +215,7 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 			panic(fmt.Sprintf("decode: bad or repeated name in schema: %q", m.path))
 		}
 		seen[f.name] = true
+		sch.firsts[m.name[0]>>6] |= 1 << (m.name[0] & 63)
 		want := kindString
 		switch parent {
 		case kindStruct, kindPointer:
@@ -220,7 +254,7 @@ var kindNames = [...]string{
 	kindSkip: "skip", kindStringList: "stringList", kindString: "str", kindFirstString: "firstOf",
 	kindHash: "hashed", kindURI: "uriQuery", kindTime: "timestamp", kindInt32: "integer",
 	kindStruct: "object", kindPointer: "pointer", kindStringMap: "stringMap",
-	kindStringListMap: "stringListMap",
+	kindStringListMap: "stringListMap", kindTimeRFC3339: "legacyTime",
 }
 
 func hasControl(s string) bool {
@@ -301,7 +335,7 @@ func clearKept(ev *Event, sch *schema) {
 			*m.str(ev) = ""
 		case kindHash:
 			m.setHash(ev, nil)
-		case kindTime:
+		case kindTime, kindTimeRFC3339:
 			*m.time(ev) = time.Time{}
 		case kindInt32:
 			*m.int32(ev) = 0

@@ -18,6 +18,9 @@ var eventRows = []field{
 	{"stage", str(&into.Stage)},
 	{"requestURI", uriQuery([]field{
 		{"fieldManager", str(&into.FieldManager)},
+		// WatchList: a watch that first sends the current state, as an informer's initial list
+		// and every relist of a client-go ≥ 1.35 client.
+		{"sendInitialEvents", str(&into.SendInitialEvents)},
 	})},
 	{"verb", str(&into.Verb)},
 	{"user", object([]field{
@@ -61,7 +64,14 @@ var eventRows = []field{
 	{"responseObject", skip},
 	{"requestReceivedTimestamp", timestamp(&into.RequestReceived)},
 	{"stageTimestamp", timestamp(&into.StageTimestamp)},
-	{"annotations", stringMap(nil)},
+	{"annotations", stringMap([]field{
+		// The mutating admission webhooks that ran on a write, one annotation each; kept: the last
+		// that changed the object.
+		{MutationAnnotationPrefix + "round_*", strContaining(&into.MutatingWebhook, `"mutated":true`)},
+	})},
+	// Members of older versions (audit.k8s.io/v1beta1), last so that v1 events never compare
+	// their keys: before requestReceivedTimestamp existed, an event's only time.
+	{"timestamp", legacyTime(&into.Timestamp)},
 }
 
 // eventSchema is eventRows compiled: what NewDecoder's decoders read.
