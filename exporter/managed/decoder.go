@@ -1,0 +1,134 @@
+// Package managed reads Kubernetes audit events in the forms managed clusters hand them out —
+// EKS (CloudWatch Logs through Amazon Data Firehose, S3 exports, `aws logs filter-log-events`),
+// GKE (Cloud Audit Logs through Pub/Sub push, `gcloud logging read`, Cloud Storage sinks) and AKS
+// (resource logs through Event Hubs, storage-account PT1H.json files) — into the same
+// decode.Event the webhook yields, so that attribution, fights, hot objects, replica races and
+// metrics are the same whatever the source.
+//
+// Every layer is bounded before it is undone (see layers.go), every record that yields no event
+// is counted by reason (see Reason), and a record that cannot be mapped is skipped, never guessed.
+package managed
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/loopwatch/loopwatch/exporter/decode"
+)
+
+// Limits bound what one record may grow to once its layers are undone.
+type Limits struct {
+	// MaxRecordBytes bounds a record after base64 and gzip: a CloudWatch Logs payload, a Pub/Sub
+	// message, an Event Hub body (DefaultMaxRecordBytes when 0).
+	MaxRecordBytes int
+	// MaxEventBytes bounds one audit event (DefaultMaxEventBytes when 0).
+	MaxEventBytes int
+}
+
+// Defaults: a Firehose record holds at most 1000 KiB, a CloudWatch Logs event 256 KB, a Pub/Sub
+// message 10 MB, an Event Hubs event 1 MB (Premium and Dedicated tiers: 20 MB); the API server
+// truncates events at 100 KiB when truncation is on. A CloudWatch payload inflates about tenfold.
+const (
+	DefaultMaxRecordBytes = 16 << 20
+	DefaultMaxEventBytes  = 4 << 20
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxRecordBytes <= 0 {
+		l.MaxRecordBytes = DefaultMaxRecordBytes
+	}
+	if l.MaxEventBytes <= 0 {
+		l.MaxEventBytes = DefaultMaxEventBytes
+	}
+	return l
+}
+
+// ErrEnvelope is wrapped by errors about a delivery's envelope (the Firehose request, the push,
+// the Event Hub body) as a whole: nothing in it was counted.
+var ErrEnvelope = errors.New("malformed envelope")
+
+// Decoder turns deliveries and export lines into events. It is not safe for concurrent use; it
+// reuses its buffers, so at steady state it allocates nothing per event.
+type Decoder struct {
+	// Events are the events decoded since the last Reset (a delivery's, or a batch of lines').
+	Events []decode.Event
+	// Tally counts the records since the last Reset by what became of them.
+	Tally Tally
+
+	limits  Limits
+	native  *decode.Decoder
+	entries *decode.LogEntryDecoder
+	// Walkers for the nesting levels: a delivery, a record inside it, a list inside a record.
+	outer, inner, list decode.Walker
+	gz                 inflater
+	b64, msg, raw      []byte
+}
+
+// NewDecoder returns a decoder with the given limits.
+func NewDecoder(l Limits) *Decoder {
+	return &Decoder{
+		limits:  l.withDefaults(),
+		native:  decode.NewDecoder(0),
+		entries: decode.NewLogEntryDecoder(0),
+	}
+}
+
+// Reset forgets the events and counts.
+func (d *Decoder) Reset() {
+	d.Events = d.Events[:0]
+	d.Tally = Tally{}
+}
+
+// count records one record's fate.
+func (d *Decoder) count(r Reason) { d.Tally[r]++ }
+
+// reasonOf classifies a layer's error.
+func reasonOf(err error) Reason {
+	if errors.Is(err, errTooLarge) {
+		return RecordTooLarge
+	}
+	return RecordMalformed
+}
+
+// nativeEvent decodes one audit.k8s.io event as the log backend writes it (the message of a
+// CloudWatch log event, the log of an Azure record, the rest of an S3 export line) and keeps it.
+// A JSON object that is not an audit event (no auditID or stage) is another log's record.
+func (d *Decoder) nativeEvent(b []byte) Reason {
+	if len(b) > d.limits.MaxEventBytes {
+		return RecordTooLarge
+	}
+	d.Events = append(d.Events, decode.Event{})
+	ev := &d.Events[len(d.Events)-1]
+	if err := d.native.DecodeEvent(b, ev); err != nil {
+		d.Events = d.Events[:len(d.Events)-1]
+		if trimmed := bytes.TrimSpace(b); len(trimmed) == 0 || trimmed[0] != '{' {
+			return RecordNotAudit // klog text and the like, routed to the same place
+		}
+		return RecordMalformed
+	}
+	if !ev.HasAuditID || ev.Stage == "" || ev.Verb == "" {
+		d.Events = d.Events[:len(d.Events)-1]
+		return RecordNotAudit
+	}
+	return RecordDecoded
+}
+
+// logEntry decodes one Cloud Logging entry (GKE) and keeps it.
+func (d *Decoder) logEntry(b []byte) Reason {
+	if len(b) > d.limits.MaxEventBytes {
+		return RecordTooLarge
+	}
+	d.Events = append(d.Events, decode.Event{})
+	err := d.entries.Decode(b, &d.Events[len(d.Events)-1])
+	if err == nil {
+		return RecordDecoded
+	}
+	d.Events = d.Events[:len(d.Events)-1]
+	if ee, ok := err.(*decode.EntryError); ok { // Decode returns them unwrapped
+		if ee.NotAudit {
+			return RecordNotAudit
+		}
+		return RecordUnmappable
+	}
+	return RecordMalformed
+}

@@ -1,0 +1,102 @@
+package managed
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// An Amazon Data Firehose HTTP endpoint request ("HTTP endpoint delivery request and response
+// specifications") is
+//
+//	{"requestId":"<uuid>","timestamp":<ms>,"records":[{"data":"<base64>"}, …]}
+//
+// where each record, fed by a CloudWatch Logs subscription filter, is a gzip'd CloudWatch Logs
+// payload (cloudwatch.go); with the stream's decompression on it is the payload itself, with
+// message extraction too the bare log messages.
+
+// FirehoseRequest is what a Firehose request says of itself.
+type FirehoseRequest struct {
+	// ID is requestId, the same on every attempt of one request; valid until the next call.
+	ID []byte
+	// Timestamp is the request's timestamp in Unix milliseconds.
+	Timestamp int64
+	// Records counts the records.
+	Records int
+}
+
+// Firehose reads a Firehose request body, appending its events to d.Events and counting its
+// records. An error wrapping ErrEnvelope means the body is not a Firehose request: the caller
+// must refuse it whole and count none of it.
+func (d *Decoder) Firehose(body []byte) (FirehoseRequest, error) {
+	var req FirehoseRequest
+	w := &d.outer
+	w.Reset(body)
+	seenID, seenRecords := false, false
+	err := w.Object(func(key []byte) error {
+		switch string(key) {
+		case "requestId":
+			s, err := w.String()
+			d.raw = append(d.raw[:0], s...)
+			seenID = true
+			return err
+		case "timestamp":
+			t, err := w.Int()
+			req.Timestamp = t
+			return err
+		case "records":
+			seenRecords = true
+			return w.Array(func() error {
+				req.Records++
+				var data []byte
+				err := w.Object(func(key []byte) error {
+					if string(key) != "data" {
+						return w.Skip()
+					}
+					s, err := w.String()
+					data = s
+					if err == nil {
+						d.firehoseRecord(data)
+					}
+					return err
+				})
+				if data == nil && err == nil {
+					d.count(RecordMalformed)
+				}
+				return err
+			})
+		}
+		return w.Skip()
+	})
+	if err == nil {
+		err = w.End()
+	}
+	if err == nil && (!seenID || !seenRecords) {
+		err = fmt.Errorf("no requestId or records")
+	}
+	if err != nil {
+		return req, fmt.Errorf("%w: firehose request: %w", ErrEnvelope, err)
+	}
+	req.ID = d.raw
+	return req, nil
+}
+
+// firehoseRecord undoes a record's base64 and gzip and reads what is inside.
+func (d *Decoder) firehoseRecord(data []byte) {
+	b, err := unbase64(d.b64, data, d.limits.MaxRecordBytes)
+	d.b64 = b[:0]
+	if err != nil {
+		d.count(reasonOf(err))
+		return
+	}
+	if isGzip(b) {
+		if b, err = d.gz.gunzip(b, d.limits.MaxRecordBytes); err != nil {
+			d.count(reasonOf(err))
+			return
+		}
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		d.count(RecordMalformed)
+		return
+	}
+	d.cloudWatchRecord(b)
+}
