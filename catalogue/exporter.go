@@ -57,8 +57,13 @@ var (
 var (
 	AuditRequestsTotal = Metric{
 		Name: "loopwatch_audit_requests_total", Type: Counter, Source: SourceExporter,
-		Help:   "Webhook requests by outcome (accepted, rejected) and reason (ok, unauthenticated, forbidden, method_not_allowed, unsupported_media_type, too_large, malformed, overloaded).",
+		Help:   "Webhook requests by outcome (accepted, rejected) and reason (ok; unauthenticated, forbidden, method_not_allowed, unsupported_media_type, too_large, too_many_events, malformed, not_event_list, overloaded, slow_body, shutting_down, plain_http, too_many_connections). The API server retries a rejected batch, then drops it.",
 		Labels: []string{"outcome", "reason"},
+	}
+	AuditScrapesRefusedTotal = Metric{
+		Name: "loopwatch_audit_scrapes_refused_total", Type: Counter, Source: SourceExporter,
+		Help:   "Requests for /metrics refused, by reason (unauthenticated: no credentials, forbidden: wrong ones).",
+		Labels: []string{"reason"},
 	}
 	AuditBatchesTotal = Metric{
 		Name: "loopwatch_audit_batches_total", Type: Counter, Source: SourceExporter,
@@ -66,12 +71,12 @@ var (
 	}
 	AuditEventsTotal = Metric{
 		Name: "loopwatch_audit_events_total", Type: Counter, Source: SourceExporter,
-		Help:   "Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).",
+		Help:   "Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic), unattributable (no verb or no user: nothing to count them for) or duplicate (the same event seen before: a retried batch).",
 		Labels: []string{"outcome"},
 	}
 	AuditDroppedEventsTotal = Metric{
 		Name: "loopwatch_audit_dropped_events_total", Type: Counter, Source: SourceExporter,
-		Help:   "Events dropped by file or stdin ingest, by reason (malformed, line_too_long).",
+		Help:   "Lines dropped by file or stdin ingest, by reason (malformed, line_too_long, not_audit_event).",
 		Labels: []string{"reason"},
 	}
 	AuditDecodeSeconds = Metric{
@@ -110,7 +115,7 @@ var (
 var exporterMetrics = []Metric{
 	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal,
 	AuditFightHandoffs, AuditHotObjectWritesPerSecond, AuditReplicaRacePods,
-	AuditRequestsTotal, AuditBatchesTotal, AuditEventsTotal, AuditDroppedEventsTotal,
+	AuditRequestsTotal, AuditScrapesRefusedTotal, AuditBatchesTotal, AuditEventsTotal, AuditDroppedEventsTotal,
 	AuditDecodeSeconds, AuditRequestSeconds, AuditLastBatchTimestampSeconds,
 	AuditTrackedObjects, AuditTrackedActors, AuditLabelledActors, AuditEvictionsTotal,
 }

@@ -63,7 +63,7 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhook, exporterAddr := startExporter(t)
+	webhook, exporterAddr, exporterToken := startExporter(t)
 	cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{
 		CRDDirectories: []string{crds},
 		AuditWebhook:   webhook,
@@ -100,7 +100,8 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 			{Job: scrapeJob, Addresses: []string{mgr.metricsAddr}, Labels: targetLabels},
 			{
 				Job: exporterJob, Addresses: []string{exporterAddr}, Scheme: "https", TLS: &stack.TLSFiles{InsecureSkipVerify: true},
-				Labels: map[string]string{"cluster": targetLabels["cluster"], "namespace": "loopwatch", "pod": "loopwatch-exporter-0"},
+				BearerTokenFile: exporterToken,
+				Labels:          map[string]string{"cluster": targetLabels["cluster"], "namespace": "loopwatch", "pod": "loopwatch-exporter-0"},
 			},
 			apiserver,
 		},

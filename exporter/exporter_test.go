@@ -41,11 +41,12 @@ func TestExporterExposesFightsWritesAndConflicts(t *testing.T) {
 # HELP loopwatch_audit_conflicts_total Writes other than creates answered 409 (optimistic-concurrency conflicts), by actor, API group and resource.
 # TYPE loopwatch_audit_conflicts_total counter
 loopwatch_audit_conflicts_total{actor="system:serviceaccount:default:sa-a",group="",resource="serviceaccounts"} 1
-# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic), unattributable (no verb or no user: nothing to count them for) or duplicate (the same event seen before: a retried batch).
 # TYPE loopwatch_audit_events_total counter
 loopwatch_audit_events_total{outcome="counted"} 8
 loopwatch_audit_events_total{outcome="duplicate"} 0
 loopwatch_audit_events_total{outcome="ignored_stage"} 1
+loopwatch_audit_events_total{outcome="unattributable"} 0
 # HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window. Capped set, expires after the offender TTL.
 # TYPE loopwatch_audit_fight_handoffs gauge
 loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",group="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
@@ -80,11 +81,12 @@ func TestExporterCountsARetriedBatchOnce(t *testing.T) {
 		}
 	}
 	want := `
-# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic), unattributable (no verb or no user: nothing to count them for) or duplicate (the same event seen before: a retried batch).
 # TYPE loopwatch_audit_events_total counter
 loopwatch_audit_events_total{outcome="counted"} 6
 loopwatch_audit_events_total{outcome="duplicate"} 12
 loopwatch_audit_events_total{outcome="ignored_stage"} 0
+loopwatch_audit_events_total{outcome="unattributable"} 0
 # HELP loopwatch_audit_batches_total Event batches decoded and tracked (webhook requests and file ingest chunks).
 # TYPE loopwatch_audit_batches_total counter
 loopwatch_audit_batches_total 3
@@ -125,15 +127,17 @@ func TestIngestLinesSkipsBadLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP loopwatch_audit_dropped_events_total Events dropped by file or stdin ingest, by reason (malformed, line_too_long).
+# HELP loopwatch_audit_dropped_events_total Lines dropped by file or stdin ingest, by reason (malformed, line_too_long, not_audit_event).
 # TYPE loopwatch_audit_dropped_events_total counter
 loopwatch_audit_dropped_events_total{reason="line_too_long"} 1
 loopwatch_audit_dropped_events_total{reason="malformed"} 1
-# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+loopwatch_audit_dropped_events_total{reason="not_audit_event"} 1
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic), unattributable (no verb or no user: nothing to count them for) or duplicate (the same event seen before: a retried batch).
 # TYPE loopwatch_audit_events_total counter
 loopwatch_audit_events_total{outcome="counted"} 6
 loopwatch_audit_events_total{outcome="duplicate"} 0
-loopwatch_audit_events_total{outcome="ignored_stage"} 1
+loopwatch_audit_events_total{outcome="ignored_stage"} 0
+loopwatch_audit_events_total{outcome="unattributable"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loopwatch_audit_dropped_events_total", "loopwatch_audit_events_total"); err != nil {
 		t.Fatal(err)

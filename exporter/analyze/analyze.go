@@ -5,12 +5,14 @@ package analyze
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"time"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/dedupe"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -22,17 +24,30 @@ type Options struct {
 	TopWriters int
 	// MaxLineBytes bounds one log line (4 MiB when 0).
 	MaxLineBytes int
+	// DedupeSize is how many events are remembered per generation to recognise repeats (two
+	// generations; dedupe.DefaultSize when 0, off when negative): repeats farther apart than that
+	// are counted again.
+	DedupeSize int
+	// MaxValueBytes bounds every string kept (decode.DefaultMaxValueBytes when 0).
+	MaxValueBytes int
 }
+
+// maxSkippedLines is how many line numbers of skipped lines the report lists.
+const maxSkippedLines = 5
 
 // Report is the post-mortem report.
 type Report struct {
-	// Events counts the events counted (ResponseComplete and Panic stages).
+	// Events counts the events counted: attributable (a verb and a user) and at a stage that
+	// completes a request, each once.
 	Events int `json:"events"`
 	// Writes counts write requests among them, Reads list and watch requests.
 	Writes int `json:"writes"`
 	Reads  int `json:"reads"`
-	// Skipped counts lines that were malformed or too long.
-	Skipped int       `json:"skipped"`
+	// Duplicates counts events dropped as repeats of one counted before (overlapping log files,
+	// a retried webhook batch): the exporter drops the same ones.
+	Duplicates int `json:"duplicates"`
+	// Skipped lists the lines that were not read as audit events.
+	Skipped Skipped   `json:"skipped"`
 	First   time.Time `json:"first"`
 	Last    time.Time `json:"last"`
 
@@ -44,6 +59,33 @@ type Report struct {
 	TopReaders []Reader          `json:"topReaders"`
 	actors     map[string]*Writer
 	readers    map[string]*Reader
+}
+
+// Skipped counts the lines that were not read as audit events, by reason, with the first few
+// line numbers: a line is never silently taken for something it is not.
+type Skipped struct {
+	Lines int `json:"lines"`
+	// Malformed lines are not JSON, or JSON that does not decode as an audit event or list.
+	Malformed int `json:"malformed"`
+	// TooLong lines are longer than the line limit.
+	TooLong int `json:"tooLong"`
+	// NotAuditEvents are JSON objects that are no audit event: another format (a GKE or AKS log
+	// entry wrapping one, say) that this reader does not understand.
+	NotAuditEvents int `json:"notAuditEvents"`
+	// TooManyEvents are event lists over the per-list event limit.
+	TooManyEvents int `json:"tooManyEvents"`
+	// Unattributable are audit events that complete a request but name no verb or no user.
+	Unattributable int `json:"unattributable"`
+	// FirstLines are the numbers of the first skipped lines (from 1).
+	FirstLines []int `json:"firstLines"`
+}
+
+func (s *Skipped) add(n int, reason *int) {
+	s.Lines++
+	*reason++
+	if len(s.FirstLines) < maxSkippedLines {
+		s.FirstLines = append(s.FirstLines, n)
+	}
 }
 
 // Writer is one actor's writes.
@@ -69,8 +111,10 @@ type ActorConflicts struct {
 	Resources map[string]int `json:"resources"`
 }
 
-// Analyze reads an audit log (one Event per line, as the log backend writes it; lines holding a
-// whole EventList, as the webhook sends it, are accepted too) and builds the report.
+// Analyze reads an audit log (one Event per line, as the log backend writes it, in any version
+// from audit.k8s.io/v1beta1; lines holding a whole EventList, as the webhook sends it, are
+// accepted too) and builds the report. It counts what the exporter counts: the same events,
+// repeats dropped the same way.
 func Analyze(r io.Reader, opts Options) (*Report, error) {
 	if opts.TopWriters == 0 {
 		opts.TopWriters = 20
@@ -78,7 +122,13 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 	if opts.MaxLineBytes == 0 {
 		opts.MaxLineBytes = 4 << 20
 	}
-	rep := &Report{actors: map[string]*Writer{}, readers: map[string]*Reader{}}
+	switch {
+	case opts.DedupeSize == 0:
+		opts.DedupeSize = dedupe.DefaultSize
+	case opts.DedupeSize < 0:
+		opts.DedupeSize = 0
+	}
+	rep := &Report{actors: map[string]*Writer{}, readers: map[string]*Reader{}, Skipped: Skipped{FirstLines: []int{}}}
 	conflicts := map[string]*ActorConflicts{}
 	var latest time.Time
 	cfg := opts.Tracker
@@ -93,44 +143,62 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracker config: %w", err)
 	}
-	d := decode.NewDecoder(0)
+	seen := dedupe.New(opts.DedupeSize)
+	d := decode.NewLimitedDecoder(0, decode.Limits{MaxValueBytes: opts.MaxValueBytes, MaxEvents: decode.DefaultMaxEvents, RequireItems: true})
 	var one decode.Event
-	observe := func(ev *decode.Event) {
-		if !ev.Counts() {
-			return
+	sk := &rep.Skipped
+	observe := func(n int, ev *decode.Event) {
+		if ts := ev.When(); ev.Attributable() && !ts.IsZero() && ts.After(latest) {
+			latest = ts // the tracker's clock: the latest event time seen
 		}
-		if ts := ev.StageTimestamp; !ts.IsZero() {
-			if ts.After(latest) {
-				latest = ts
-			}
-			if rep.First.IsZero() || ts.Before(rep.First) {
-				rep.First = ts
-			}
-			if ts.After(rep.Last) {
-				rep.Last = ts
+		res := tr.Observe(ev, seen.Seen)
+		switch {
+		case res.Unattributable > 0:
+			sk.add(n, &sk.Unattributable)
+		case res.Skipped > 0:
+			rep.Duplicates++
+		case res.Counted > 0:
+			rep.Events++
+			if ts := ev.When(); !ts.IsZero() {
+				if rep.First.IsZero() || ts.Before(rep.First) {
+					rep.First = ts
+				}
+				if ts.After(rep.Last) {
+					rep.Last = ts
+				}
 			}
 		}
-		tr.Observe(ev)
-		rep.Events++
 	}
-	err = decode.ScanLines(r, opts.MaxLineBytes, func(line []byte) {
+	err = decode.ScanLines(r, opts.MaxLineBytes, func(n int, line []byte) {
 		if isEventList(line) {
 			events, err := d.DecodeList(line)
+			switch {
+			case errors.Is(err, decode.ErrNotEventList):
+				sk.add(n, &sk.NotAuditEvents)
+			case errors.Is(err, decode.ErrTooManyEvents):
+				sk.add(n, &sk.TooManyEvents)
+			case err != nil:
+				sk.add(n, &sk.Malformed)
+			}
 			if err != nil {
-				rep.Skipped++
 				return
 			}
 			for i := range events {
-				observe(&events[i])
+				if events[i].IsAuditEvent() {
+					observe(n, &events[i])
+				}
 			}
 			return
 		}
-		if err := d.DecodeEvent(line, &one); err != nil {
-			rep.Skipped++
-			return
+		switch err := d.DecodeEvent(line, &one); {
+		case err != nil:
+			sk.add(n, &sk.Malformed)
+		case !one.IsAuditEvent():
+			sk.add(n, &sk.NotAuditEvents)
+		default:
+			observe(n, &one)
 		}
-		observe(&one)
-	}, func() { rep.Skipped++ })
+	}, func(n int) { sk.add(n, &sk.TooLong) })
 	if err != nil {
 		return nil, err
 	}

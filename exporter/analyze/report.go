@@ -49,9 +49,33 @@ func sortedCounts(m map[string]int) string {
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
-	p("Audit events: %d counted (%d writes, %d reads), %d lines skipped\n", r.Events, r.Writes, r.Reads, r.Skipped)
+	p("Audit events: %d counted (%d writes, %d reads), %d repeats dropped, %d lines skipped\n", r.Events, r.Writes, r.Reads, r.Duplicates, r.Skipped.Lines)
 	if r.Events > 0 {
 		p("Time span: %s\n", span(r.First, r.Last))
+	}
+	if sk := r.Skipped; sk.Lines > 0 {
+		var why []string
+		for _, c := range []struct {
+			n    int
+			what string
+		}{
+			{sk.Malformed, "malformed"}, {sk.TooLong, "too long"},
+			{sk.NotAuditEvents, "not audit events (another format, such as a cloud provider's log entry)"},
+			{sk.TooManyEvents, "event lists over the event limit"}, {sk.Unattributable, "events without a verb or user"},
+		} {
+			if c.n > 0 {
+				why = append(why, fmt.Sprintf("%d %s", c.n, c.what))
+			}
+		}
+		lines := make([]string, len(sk.FirstLines))
+		for i, n := range sk.FirstLines {
+			lines[i] = fmt.Sprint(n)
+		}
+		more := ""
+		if sk.Lines > len(sk.FirstLines) {
+			more = ", …"
+		}
+		p("Skipped lines: %s (first: line %s%s)\n", strings.Join(why, ", "), strings.Join(lines, ", "), more)
 	}
 
 	p("\nFights (%d): one object written alternately by two actors\n", len(r.Fights))

@@ -1,9 +1,11 @@
 package decode
 
 import (
+	"errors"
 	"hash/maphash"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // DefaultInternerSize is the interner slot count used by NewDecoder when none is given.
@@ -37,12 +39,51 @@ type Decoder struct {
 	// the events the fast path handed to the general path.
 	generalOnly bool
 	fallbacks   int
+	// limits bound what is kept; long holds a shortened value while it is interned.
+	limits Limits
+	long   []byte
+	// sawItems records that the list being decoded had an items array.
+	sawItems bool
 }
 
-// internAt interns b, trying the previous value in the cache slot first.
+// Limits bound what one decoder keeps and accepts, whatever the input.
+type Limits struct {
+	// MaxValueBytes bounds every string kept (DefaultMaxValueBytes when 0; at least
+	// MinMaxValueBytes): a longer value is kept as Shorten makes it. The interner then holds at
+	// most its slots times this many bytes.
+	MaxValueBytes int
+	// MaxEvents bounds the items of one EventList (no bound when 0): DecodeList refuses a longer
+	// list with ErrTooManyEvents as soon as it reaches the item after the last allowed, so what a
+	// batch costs is bounded by this count, not by how many tiny items its bytes can hold.
+	MaxEvents int
+	// RequireItems makes DecodeList refuse a document that has no "items" array with
+	// ErrNotEventList: {} or another service's JSON posted to the webhook is not an empty batch.
+	RequireItems bool
+}
+
+// DefaultMaxEvents is the default per-batch event limit of the exporter and of `audit analyze`:
+// 25 times the API server's default batch (--audit-webhook-batch-max-size 400).
+const DefaultMaxEvents = 10000
+
+// ErrTooManyEvents is returned by DecodeList for an EventList longer than Limits.MaxEvents.
+var ErrTooManyEvents = errors.New("event list holds more events than the per-batch limit")
+
+// ErrNotEventList is returned by DecodeList, under Limits.RequireItems, for a document without an
+// "items" array.
+var ErrNotEventList = errors.New("not an audit event list: no items array")
+
+// internAt interns b, shortened to the value bound, trying the previous value in the cache slot
+// first.
 func (d *Decoder) internAt(slot uint, b []byte) string {
 	if prev := d.last[slot%maxSlots]; prev == string(b) {
 		return prev
+	}
+	if len(b) > d.limits.MaxValueBytes {
+		d.long = appendShortened(d.long[:0], b, d.limits.MaxValueBytes)
+		b = d.long
+		if prev := d.last[slot%maxSlots]; prev == string(b) {
+			return prev
+		}
 	}
 	s := d.intern.Intern(b)
 	d.last[slot%maxSlots] = s
@@ -50,17 +91,38 @@ func (d *Decoder) internAt(slot uint, b []byte) string {
 }
 
 // NewDecoder returns a decoder with its own interner of internerSize slots
-// (DefaultInternerSize when internerSize ≤ 0).
+// (DefaultInternerSize when internerSize ≤ 0) and the default limits.
 func NewDecoder(internerSize int) *Decoder {
 	return newDecoder(internerSize, eventSchema)
+}
+
+// NewLimitedDecoder is NewDecoder with limits.
+func NewLimitedDecoder(internerSize int, limits Limits) *Decoder {
+	d := newDecoder(internerSize, eventSchema)
+	d.SetLimits(limits)
+	return d
 }
 
 func newDecoder(internerSize int, sch *schema) *Decoder {
 	if internerSize <= 0 {
 		internerSize = DefaultInternerSize
 	}
-	return &Decoder{intern: NewInterner(internerSize), schema: sch}
+	d := &Decoder{intern: NewInterner(internerSize), schema: sch}
+	d.SetLimits(Limits{})
+	return d
 }
+
+// SetLimits replaces the decoder's limits, filling the defaults.
+func (d *Decoder) SetLimits(l Limits) {
+	if l.MaxValueBytes == 0 {
+		l.MaxValueBytes = DefaultMaxValueBytes
+	}
+	l.MaxValueBytes = max(l.MaxValueBytes, MinMaxValueBytes)
+	d.limits = l
+}
+
+// Limits returns the decoder's limits, defaults filled.
+func (d *Decoder) Limits() Limits { return d.limits }
 
 // listFields are the members of an EventList; only items is read.
 var listFields = []string{"items", "kind", "apiVersion", "metadata"}
@@ -70,6 +132,7 @@ var listFields = []string{"items", "kind", "apiVersion", "metadata"}
 func (d *Decoder) DecodeList(data []byte) ([]Event, error) {
 	d.s.reset(data)
 	d.events = d.events[:0]
+	d.sawItems = false
 	s := &d.s
 	null, err := s.isNull()
 	if err != nil {
@@ -106,6 +169,9 @@ func (d *Decoder) DecodeList(data []byte) ([]Event, error) {
 	if err := s.end(); err != nil {
 		return nil, err
 	}
+	if d.limits.RequireItems && !d.sawItems {
+		return nil, ErrNotEventList
+	}
 	return d.events, nil
 }
 
@@ -117,10 +183,14 @@ func (d *Decoder) items() error {
 	if err := s.openArray(); err != nil {
 		return err
 	}
+	d.sawItems = true
 	for first := true; ; first = false {
 		ok, err := s.element(first)
 		if err != nil || !ok {
 			return err
+		}
+		if d.limits.MaxEvents > 0 && len(d.events) == d.limits.MaxEvents {
+			return ErrTooManyEvents
 		}
 		d.events = append(d.events, Event{})
 		if err := d.decodeEvent(&d.events[len(d.events)-1]); err != nil {
@@ -190,6 +260,8 @@ func (d *Decoder) object(ev *Event, sch *schema) error {
 			err = d.string(m.str(ev), m.slot)
 		case kindTime:
 			err = d.time(m.time(ev))
+		case kindTimeRFC3339:
+			err = d.timeRFC3339(m.time(ev))
 		case kindHash, kindURI, kindParsed:
 			err = d.hashOrURI(ev, m)
 		case kindInt32:
@@ -359,6 +431,28 @@ func (d *Decoder) int32(dst *int32, path string) error {
 	return nil
 }
 
+// timeRFC3339 reads a metav1.Time as its UnmarshalJSON does (time.RFC3339); null sets the zero
+// time.
+func (d *Decoder) timeRFC3339(dst *time.Time) error {
+	s := &d.s
+	if null, err := s.isNull(); null || err != nil {
+		if null {
+			*dst = time.Time{}
+		}
+		return err
+	}
+	b, err := s.str()
+	if err != nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339, string(b))
+	if err != nil {
+		return s.errorf("invalid timestamp %s: %v", strconv.Quote(string(b)), err)
+	}
+	*dst = t
+	return nil
+}
+
 // time reads a MicroTime; null sets the zero time, as metav1.MicroTime does.
 func (d *Decoder) time(dst *time.Time) error {
 	s := &d.s
@@ -390,4 +484,32 @@ func (d *Decoder) time(dst *time.Time) error {
 	}
 	*dst = t
 	return nil
+}
+
+// MemoryBound is the most memory a decoder holds after decoding bodies of up to maxBodyBytes
+// with these limits and internerSize slots, whatever their content: its interner full of values
+// of the bound's length, its event slice grown to twice the event limit (or to what a body of
+// that size can hold), the index of the largest body, the nesting stack of encoding/json's depth
+// limit, and the scratch buffers an escaped string or query value is decoded into (as long as the
+// longest such value, so at most a body each).
+func MemoryBound(internerSize int, l Limits, maxBodyBytes int64) int64 {
+	if internerSize <= 0 {
+		internerSize = DefaultInternerSize
+	}
+	if l.MaxValueBytes == 0 {
+		l.MaxValueBytes = DefaultMaxValueBytes
+	}
+	slots := int64(NewInterner(internerSize).Slots())
+	stringHeader := int64(unsafe.Sizeof(""))
+	events := maxBodyBytes / 3 // `{},` is the shortest item
+	if l.MaxEvents > 0 {
+		events = min(events, int64(l.MaxEvents))
+	}
+	return slots*(stringHeader+int64(l.MaxValueBytes)) + // interner
+		maxSlots*stringHeader + // last-value caches (their strings are the interner's)
+		2*events*int64(unsafe.Sizeof(Event{})) + // events, grown by append
+		2*maxBodyBytes/64*8 + // index: two 64-bit masks per 64 bytes
+		maxDepth + // nesting stack
+		2*maxBodyBytes + // unescaped string and query value scratch
+		int64(l.MaxValueBytes) // shortened value
 }

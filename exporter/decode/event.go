@@ -55,6 +55,28 @@ type Event struct {
 
 	RequestReceived time.Time
 	StageTimestamp  time.Time
+	// Timestamp is the deprecated "timestamp" of audit.k8s.io/v1beta1 events, which older API
+	// servers wrote instead of the two above.
+	Timestamp time.Time
+}
+
+// When is the event's time: its stage timestamp, else (events of older versions) its timestamp,
+// else when the request was received; zero when it carries none.
+func (e *Event) When() time.Time {
+	switch {
+	case !e.StageTimestamp.IsZero():
+		return e.StageTimestamp
+	case !e.Timestamp.IsZero():
+		return e.Timestamp
+	}
+	return e.RequestReceived
+}
+
+// Attributable reports whether the event is counted at all: at a stage that completes a request,
+// with a verb and an actor. Anything else (an empty object, another service's JSON) has nothing
+// to attribute and is rejected before it costs a deduplication or tracking step.
+func (e *Event) Attributable() bool {
+	return e.Counts() && e.Verb != "" && (e.Username != "" || e.ImpersonatedUsername != "")
 }
 
 // Actor is who the write is attributed to: the impersonated user when present, else the user.
@@ -63,6 +85,17 @@ func (e *Event) Actor() string {
 		return e.ImpersonatedUsername
 	}
 	return e.Username
+}
+
+// IsAuditEvent reports whether the decoded object is an audit event at all: every audit event
+// names one of the four stages. Any other JSON object (a cloud provider's log entry wrapping an
+// event, say) decodes without error but with none of an event's members.
+func (e *Event) IsAuditEvent() bool {
+	switch e.Stage {
+	case StageRequestReceived, StageResponseStarted, StageResponseComplete, StagePanic:
+		return true
+	}
+	return false
 }
 
 // Counts reports whether the event is at a stage that completes a request (ResponseComplete or

@@ -140,6 +140,8 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 			top++
 			stack[top].rows, stack[top].cursor = m.sch.members, 0
 			first = true
+		case kindTimeRFC3339:
+			return false // only in older event versions: the general path reads them
 		case kindTime:
 			if p+28 >= len(data) || data[p] != '"' || data[p+28] != '"' {
 				return false

@@ -1,6 +1,9 @@
 package decode
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // FuzzDecode checks the decoder against encoding/json on arbitrary input: it must never panic,
 // must refuse invalid JSON and must extract the same fields, with eventSchema and with
@@ -31,6 +34,9 @@ func FuzzDecode(f *testing.F) {
 		`{"items":[{"requestReceivedTimestamp":"2026-11-21T04:04:45.744196+00:00","stageTimestamp":null},{"requestReceivedTimestamp":"2026-02-30T04:04:45.744196Z"}]}`,
 		`{"items":[{"level":"Metadata","sourceIPs":["1",2],"user":{"groups":["a",null]},"responseStatus":{"metadata":{"x":1},"details":{"causes":[{"a":"b"}]}}}]}`,
 		`{"items":[{"level":"Metadata","verb":"a"	}, {"level":"Metadata","verb":"é"},{"level":"Metadata","verb":"a\/b"}]}`,
+		// Legacy members and values over the bound.
+		`{"items":[{"level":"Metadata","timestamp":"2018-01-10T10:21:55Z"},{"TIMESTAMP":"2018-01-10T10:21:55.5+02:00","timestamp":null},{"stageTimestamp":"2026-11-21T04:04:30.286101Z","timestamp":"2018-01-10T10:21:55Z"}]}`,
+		`{"items":[{"verb":"` + strings.Repeat("v", DefaultMaxValueBytes) + `é","user":{"username":"` + strings.Repeat("é", DefaultMaxValueBytes) + `"}}]}`,
 	} {
 		f.Add([]byte(seed))
 	}

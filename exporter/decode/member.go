@@ -28,6 +28,7 @@ const (
 	kindStringMap                 // map[string]string: the entries its rows list (each kindString); null clears them
 	kindStringListMap             // map[string][]string: the entries its rows list (each kindFirstString); null clears them
 	kindFirstString               // []string, its first element interned into a string field ("" when empty or null)
+	kindTimeRFC3339               // metav1.Time in RFC 3339 with seconds (older event versions) into a time.Time field; null is the zero time
 	kindParsed                    // a string handed to a function that reads what it means (see parsed); null leaves it
 )
 
@@ -46,6 +47,9 @@ type value struct {
 	to, flag uintptr
 	// fields are the rows of a struct's members, a map's entries or a URI's query parameters.
 	fields []field
+	// legacy marks a member of an older version of the event (audit.k8s.io/v1beta1), absent from
+	// the v1 types the schema test compares the rows with.
+	legacy bool
 	// parse (kindParsed) receives the string.
 	parse parseFunc
 }
@@ -99,6 +103,12 @@ func uriQuery(params []field) value { return value{kind: kindURI, fields: params
 // timestamp keeps a metav1.Time or MicroTime in *f.
 func timestamp(f *time.Time) value {
 	return value{kind: kindTime, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f))}
+}
+
+// legacyTime keeps a metav1.Time, as older event versions write it (RFC 3339, seconds), in *f:
+// the member exists only in those versions.
+func legacyTime(f *time.Time) value {
+	return value{kind: kindTimeRFC3339, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f)), legacy: true}
 }
 
 // integer keeps an int32 in *f; like encoding/json it refuses fractions, exponents and overflow.
@@ -240,7 +250,7 @@ var kindNames = [...]string{
 	kindSkip: "skip", kindStringList: "stringList", kindString: "str", kindFirstString: "firstOf",
 	kindHash: "hashed", kindURI: "uriQuery", kindTime: "timestamp", kindInt32: "integer",
 	kindStruct: "object", kindPointer: "pointer", kindStringMap: "stringMap",
-	kindStringListMap: "stringListMap", kindParsed: "parsed",
+	kindStringListMap: "stringListMap", kindTimeRFC3339: "legacyTime", kindParsed: "parsed",
 }
 
 func hasControl(s string) bool {
@@ -322,7 +332,7 @@ func (d *Decoder) clearKept(ev *Event, sch *schema) {
 			*m.str(ev) = ""
 		case kindHash:
 			m.setHash(ev, nil)
-		case kindTime:
+		case kindTime, kindTimeRFC3339:
 			*m.time(ev) = time.Time{}
 		case kindInt32:
 			*m.int32(ev) = 0

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 )
 
@@ -29,11 +31,34 @@ func (r reading) referenceEvents(data []byte) ([]Event, error) {
 	if err := json.Unmarshal(data, &list); err != nil {
 		return nil, err
 	}
+	// The legacy members, as the older versions' types declare them.
+	var legacy struct {
+		Items []struct {
+			Timestamp metav1.Time `json:"timestamp"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(data, &legacy); err != nil {
+		return nil, err
+	}
 	out := make([]Event, 0, len(list.Items))
 	for i := range list.Items {
-		out = append(out, r.project(&list.Items[i]))
+		ev := r.project(&list.Items[i])
+		ev.Timestamp = legacy.Items[i].Timestamp.Time
+		out = append(out, shortened(ev))
 	}
 	return out, nil
+}
+
+// shortened is ev with every string shortened to the default value bound, as the decoder keeps
+// them.
+func shortened(ev Event) Event {
+	v := reflect.ValueOf(&ev).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String {
+			f.SetString(Shorten([]byte(f.String()), DefaultMaxValueBytes))
+		}
+	}
+	return ev
 }
 
 // project is what eventSchema keeps, read from the API server's types.
@@ -73,9 +98,11 @@ func project(e *auditv1.Event) Event {
 func sameEvent(a, b *Event) bool {
 	ta, tb := a.RequestReceived, b.RequestReceived
 	sa, sb := a.StageTimestamp, b.StageTimestamp
+	la, lb := a.Timestamp, b.Timestamp
 	x, y := *a, *b
 	x.RequestReceived, y.RequestReceived, x.StageTimestamp, y.StageTimestamp = ta.UTC(), tb.UTC(), sa.UTC(), sb.UTC()
-	return x == y && ta.Equal(tb) && sa.Equal(sb)
+	x.Timestamp, y.Timestamp = la.UTC(), lb.UTC()
+	return x == y && ta.Equal(tb) && sa.Equal(sb) && la.Equal(lb)
 }
 
 // checkAgainstReference is the differential check shared by the unit tests and FuzzDecode:

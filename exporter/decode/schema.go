@@ -62,6 +62,9 @@ var eventRows = []field{
 	{"requestReceivedTimestamp", timestamp(&into.RequestReceived)},
 	{"stageTimestamp", timestamp(&into.StageTimestamp)},
 	{"annotations", stringMap(nil)},
+	// Members of older versions (audit.k8s.io/v1beta1), last so that v1 events never compare
+	// their keys: before requestReceivedTimestamp existed, an event's only time.
+	{"timestamp", legacyTime(&into.Timestamp)},
 }
 
 // eventSchema is eventRows compiled: what NewDecoder's decoders read.

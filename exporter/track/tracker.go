@@ -71,9 +71,10 @@ type Tracker struct {
 
 	fightWindow, hotWindow, raceWindow uint32
 
-	// obs is the observation handed to the sink; counts marks the events of the batch being
-	// observed that count. Both are reused from batch to batch.
+	// obs is the observation handed to the sink, w the write being tracked; counts marks the
+	// events of the batch being observed that count. All are reused from batch to batch.
 	obs    Observation
+	w      objectWrite
 	counts []bool
 }
 
@@ -105,10 +106,36 @@ func New(cfg Config, sink Sink) (*Tracker, error) {
 	}, nil
 }
 
-// ObserveBatch tracks the counted events of a batch (ResponseComplete and Panic stages; the
-// others are ignored) and returns how many were counted. skip, when non-nil, lets the caller drop
-// duplicates: it is called for every event at a counted stage, in order, before any is tracked.
-func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) bool) (counted int) {
+// BatchResult says what became of the events of a batch.
+type BatchResult struct {
+	// Counted events were tracked.
+	Counted int
+	// IgnoredStage events are at a stage that does not complete a request.
+	IgnoredStage int
+	// Unattributable events complete a request but name no verb or no user.
+	Unattributable int
+	// Skipped events were dropped by the caller's skip function (duplicates).
+	Skipped int
+}
+
+// classify says what becomes of an event before skip is asked.
+func classify(ev *decode.Event, r *BatchResult) bool {
+	switch {
+	case !ev.Counts():
+		r.IgnoredStage++
+	case !ev.Attributable():
+		r.Unattributable++
+	default:
+		return true
+	}
+	return false
+}
+
+// ObserveBatch tracks the attributable events of a batch (decode.Event.Attributable: at a stage
+// that completes a request, with a verb and a user); the others are ignored. skip, when non-nil,
+// lets the caller drop duplicates: it is called for every attributable event, in order, before
+// any is tracked, with the tracker's lock held (so it needs no lock of its own).
+func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) bool) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
@@ -118,30 +145,41 @@ func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) b
 	counts := t.counts[:0]
 	for i := range events {
 		ev := &events[i]
-		counts = append(counts, ev.Counts() && (skip == nil || !skip(ev)))
+		c := classify(ev, &r)
+		if c && skip != nil && skip(ev) {
+			c = false
+			r.Skipped++
+		}
+		counts = append(counts, c)
 	}
 	t.counts = counts
 	for i := range events {
 		if counts[i] {
 			t.observe(&events[i], now)
-			counted++
+			r.Counted++
 		}
 	}
 	t.objects.sweepDue(t.lastSeconds(now))
-	return counted
+	return r
 }
 
-// Observe tracks one event; it reports whether the event was counted.
-func (t *Tracker) Observe(ev *decode.Event) bool {
+// Observe tracks one event, unless it is not attributable or skip (when non-nil, called with the
+// tracker's lock held) drops it; it reports what became of it.
+func (t *Tracker) Observe(ev *decode.Event, skip func(*decode.Event) bool) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !ev.Counts() {
-		return false
+	if !classify(ev, &r) {
+		return r
+	}
+	if skip != nil && skip(ev) {
+		r.Skipped++
+		return r
 	}
 	now := t.cfg.Now()
 	t.maybeDecay(now)
 	t.observe(ev, now)
-	return true
+	r.Counted++
+	return r
 }
 
 func (t *Tracker) maybeDecay(now time.Time) {
@@ -222,6 +260,20 @@ func objectRef(ev *decode.Event) ObjectRef {
 	return ObjectRef{Group: ev.APIGroup, Resource: ev.Resource, Namespace: ev.Namespace, Name: ev.Name, Subresource: ev.Subresource}
 }
 
+// objectWrite is what the detections share about one successful or conflicting write to a named
+// object. The tracker keeps one and refills it for every write, so that passing it costs nothing.
+type objectWrite struct {
+	o     *Observation
+	st    *objectState // the object's state
+	key   uint64       // the object's hash
+	ah    uint64       // the actor's hash
+	now   uint32       // the event's time on the tracker's scale
+	ts    time.Time    // the event's time
+	clock time.Time    // the tracker's clock, for the offender tables' expiry
+	// conflict says the write was answered 409 (only replica races count those).
+	conflict bool
+}
+
 func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
 	actor := ev.Actor()
 	ah := t.actorHash(actor)
@@ -243,51 +295,52 @@ func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
 	if ev.Name == "" || !success && !conflict {
 		return
 	}
-	ts := ev.StageTimestamp
+	ts := ev.When()
 	if ts.IsZero() {
 		ts = clock
 	}
-	now := t.seconds(ts)
-	key := t.objectHash(ev)
-	st, _ := t.objects.get(key, now)
-	st.seen = now
+	w := &t.w
+	*w = objectWrite{o: o, key: t.objectHash(ev), ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
+	w.st, _ = t.objects.get(w.key, w.now)
+	w.st.seen = w.now
 	t.names.put(ah, actor)
 	if ev.Pod != "" && ev.ImpersonatedUsername == "" {
-		t.trackRace(ev, st, key, actor, ah, now, ts, clock, conflict)
+		t.trackRace(w)
 	}
 	if !success {
 		return
 	}
-	t.trackFight(o, st, key, ah, now, ts, clock)
-	t.trackHot(ev, st, key, actor, ah, now, ts, clock)
-	st.actor = ah
+	t.trackFight(w)
+	t.trackHot(w)
+	w.st.actor = ah
 }
 
-func (t *Tracker) trackRace(ev *decode.Event, st *objectState, key uint64, actor string, ah uint64, now uint32, ts, clock time.Time, conflict bool) {
+func (t *Tracker) trackRace(w *objectWrite) {
+	ev, st := w.o.Event, w.st
 	var ph maphash.Hash
 	ph.SetSeed(t.seed)
-	ph.WriteString(actor)
+	ph.WriteString(w.o.Actor)
 	ph.WriteByte(0)
 	ph.WriteString(ev.Pod)
 	pod := ph.Sum64() | 1
 	t.names.put(pod, ev.Pod)
-	a32 := uint32(ah)
-	r := t.races.get(key, clock)
-	if r == nil && st.pod != 0 && st.pod != pod && st.podActor == a32 && now-st.podAt <= t.raceWindow {
-		r = t.races.add(key, Race{
-			Object: objectRef(ev), Actor: actor, Pods: []string{t.names.get(st.pod)}, Writes: 1,
+	a32 := uint32(w.ah)
+	r := t.races.get(w.key, w.clock)
+	if r == nil && st.pod != 0 && st.pod != pod && st.podActor == a32 && w.now-st.podAt <= t.raceWindow {
+		r = t.races.add(w.key, Race{
+			Object: objectRef(ev), Actor: w.o.Actor, Pods: []string{t.names.get(st.pod)}, Writes: 1,
 			First: t.timeOf(st.podAt),
-		}, clock)
+		}, w.clock)
 	}
-	if r != nil && r.Actor == actor {
+	if r != nil && r.Actor == w.o.Actor {
 		r.Writes++
-		if conflict {
+		if w.conflict {
 			r.Conflicts++
 		}
-		r.Last = ts
+		r.Last = w.ts
 		r.Pods = addPod(r.Pods, ev.Pod, t.cfg.MaxRacePods)
 	}
-	st.pod, st.podAt, st.podActor = pod, now, a32
+	st.pod, st.podAt, st.podActor = pod, w.now, a32
 }
 
 // addPod inserts pod into the sorted set pods, bounded by max.
@@ -305,57 +358,59 @@ func addPod(pods []string, pod string, max int) []string {
 	return pods
 }
 
-func (t *Tracker) trackFight(o *Observation, st *objectState, key uint64, ah uint64, now uint32, ts, clock time.Time) {
-	if st.actor == 0 || st.actor == ah {
+func (t *Tracker) trackFight(w *objectWrite) {
+	o, st := w.o, w.st
+	if st.actor == 0 || st.actor == w.ah {
 		return
 	}
 	from := t.names.get(st.actor)
 	t.sink.Handoff(o, from, t.actors.label(st.actor))
-	if st.other == ah && now-st.fightFrom <= t.fightWindow {
+	if st.other == w.ah && w.now-st.fightFrom <= t.fightWindow {
 		if st.handoffs < math.MaxUint16 {
 			st.handoffs++
 		}
 	} else {
-		st.handoffs, st.fightFrom = 1, now
+		st.handoffs, st.fightFrom = 1, w.now
 	}
 	st.other = st.actor
 	a, b := o.Actor, from
 	if b < a {
 		a, b = b, a
 	}
-	f := t.fights.get(key, clock)
+	f := t.fights.get(w.key, w.clock)
 	switch {
 	case f != nil && f.ActorA == a && f.ActorB == b:
 		f.Handoffs++
-		f.Last = ts
+		f.Last = w.ts
 	case int(st.handoffs) >= t.cfg.FightHandoffs:
-		v := Fight{Object: objectRef(o.Event), ActorA: a, ActorB: b, Handoffs: int(st.handoffs), First: t.timeOf(st.fightFrom), Last: ts}
+		v := Fight{Object: objectRef(o.Event), ActorA: a, ActorB: b, Handoffs: int(st.handoffs), First: t.timeOf(st.fightFrom), Last: w.ts}
 		if f != nil {
 			*f = v
 		} else {
-			t.fights.add(key, v, clock)
+			t.fights.add(w.key, v, w.clock)
 		}
 	}
 }
 
-func (t *Tracker) trackHot(ev *decode.Event, st *objectState, key uint64, actor string, ah uint64, now uint32, ts, clock time.Time) {
-	if st.actor == ah && now-st.hotFrom <= t.hotWindow {
+func (t *Tracker) trackHot(w *objectWrite) {
+	st, actor := w.st, w.o.Actor
+	if st.actor == w.ah && w.now-st.hotFrom <= t.hotWindow {
 		if st.hotWrites < math.MaxUint16 {
 			st.hotWrites++
 		}
 	} else {
-		st.hotWrites, st.hotFrom = 1, now
+		st.hotWrites, st.hotFrom = 1, w.now
 	}
-	h := t.hot.get(key, clock)
+	h := t.hot.get(w.key, w.clock)
 	switch {
 	case h != nil && h.Actor == actor:
 		h.Writes++
-		h.Last = ts
+		h.Last = w.ts
 	case h != nil && int(st.hotWrites) >= t.cfg.HotWrites:
-		*h = HotObject{Object: objectRef(ev), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: ts}
+		*h = HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
 	case h == nil && t.admitHot(int(st.hotWrites)):
-		v := HotObject{Object: objectRef(ev), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: ts}
-		t.hot.add(key, v, clock)
+		v := HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
+		t.hot.add(w.key, v, w.clock)
 	}
 }
 
