@@ -161,9 +161,11 @@ type LogEntryDecoder struct {
 }
 
 // NewLogEntryDecoder returns a decoder with its own interner of internerSize slots
-// (DefaultInternerSize when internerSize ≤ 0).
-func NewLogEntryDecoder(internerSize int) *LogEntryDecoder {
-	return &LogEntryDecoder{d: newDecoder(internerSize, logEntrySchema)}
+// (DefaultInternerSize when internerSize ≤ 0) and the limits' bound on kept strings.
+func NewLogEntryDecoder(internerSize int, limits Limits) *LogEntryDecoder {
+	d := newDecoder(internerSize, logEntrySchema)
+	d.SetLimits(limits)
+	return &LogEntryDecoder{d: d}
 }
 
 // Decode decodes one LogEntry object into ev. A *SyntaxError means the JSON is malformed; an

@@ -57,7 +57,7 @@ func TestLogEntryMapsMethodAndResourceName(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, general := range []bool{false, true} {
-				ld := NewLogEntryDecoder(0)
+				ld := NewLogEntryDecoder(0, Limits{})
 				ld.d.generalOnly = general
 				var ev Event
 				err := ld.Decode([]byte(entry(tc.method, tc.resource, tc.status, "system:serviceaccount:ns:ctl")), &ev)
@@ -96,7 +96,7 @@ func TestLogEntryOfAnotherLogIsNotAudit(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var ev Event
-			if err := NewLogEntryDecoder(0).Decode([]byte(doc), &ev); !errors.Is(err, ErrEntryNotAudit) {
+			if err := NewLogEntryDecoder(0, Limits{}).Decode([]byte(doc), &ev); !errors.Is(err, ErrEntryNotAudit) {
 				t.Errorf("error %v, want %v", err, ErrEntryNotAudit)
 			}
 		})
@@ -124,7 +124,7 @@ func TestLogEntryTimestamps(t *testing.T) {
 }
 
 func TestLogEntryDecodeAllocatesNothing(t *testing.T) {
-	ld := NewLogEntryDecoder(0)
+	ld := NewLogEntryDecoder(0, Limits{})
 	doc := []byte(entry("io.k8s.core.v1.configmaps.update", "core/v1/namespaces/ns/configmaps/state", `{"code":10}`, "system:serviceaccount:ns:ctl"))
 	var ev Event
 	if err := ld.Decode(doc, &ev); err != nil {

@@ -23,6 +23,11 @@ type Limits struct {
 	MaxRecordBytes int
 	// MaxEventBytes bounds one audit event (DefaultMaxEventBytes when 0).
 	MaxEventBytes int
+	// MaxValueBytes bounds every string kept of an event (decode.DefaultMaxValueBytes when 0).
+	MaxValueBytes int
+	// MaxEvents bounds the events of one webhook EventList read by Read
+	// (decode.DefaultMaxEvents when 0).
+	MaxEvents int
 }
 
 // Defaults: a Firehose record holds at most 1000 KiB, a CloudWatch Logs event 256 KB, a Pub/Sub
@@ -39,6 +44,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxEventBytes <= 0 {
 		l.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if l.MaxEvents <= 0 {
+		l.MaxEvents = decode.DefaultMaxEvents
 	}
 	return l
 }
@@ -66,10 +74,11 @@ type Decoder struct {
 
 // NewDecoder returns a decoder with the given limits.
 func NewDecoder(l Limits) *Decoder {
+	l = l.withDefaults()
 	return &Decoder{
-		limits:  l.withDefaults(),
-		native:  decode.NewDecoder(0),
-		entries: decode.NewLogEntryDecoder(0),
+		limits:  l,
+		native:  decode.NewLimitedDecoder(0, decode.Limits{MaxValueBytes: l.MaxValueBytes, MaxEvents: l.MaxEvents, RequireItems: true}),
+		entries: decode.NewLogEntryDecoder(0, decode.Limits{MaxValueBytes: l.MaxValueBytes}),
 	}
 }
 
@@ -92,7 +101,7 @@ func reasonOf(err error) Reason {
 
 // nativeEvent decodes one audit.k8s.io event as the log backend writes it (the message of a
 // CloudWatch log event, the log of an Azure record, the rest of an S3 export line) and keeps it.
-// A JSON object that is not an audit event (no auditID or stage) is another log's record.
+// A JSON object that is not an audit event (no stage) is another log's record.
 func (d *Decoder) nativeEvent(b []byte) Reason {
 	if len(b) > d.limits.MaxEventBytes {
 		return RecordTooLarge
@@ -106,7 +115,7 @@ func (d *Decoder) nativeEvent(b []byte) Reason {
 		}
 		return RecordMalformed
 	}
-	if !ev.HasAuditID || ev.Stage == "" || ev.Verb == "" {
+	if !ev.IsAuditEvent() {
 		d.Events = d.Events[:len(d.Events)-1]
 		return RecordNotAudit
 	}

@@ -188,11 +188,16 @@ func (d *Decoder) Record(form Form, b []byte) error {
 	case FormEventList:
 		events, err := d.native.DecodeList(b)
 		if err != nil {
-			d.count(RecordMalformed)
-			return nil
+			return fmt.Errorf("%w: event list: %w", ErrEnvelope, err)
 		}
-		d.Events = append(d.Events, events...)
-		d.Tally[RecordDecoded] += len(events)
+		for i := range events {
+			if events[i].IsAuditEvent() {
+				d.Events = append(d.Events, events[i])
+				d.count(RecordDecoded)
+			} else {
+				d.count(RecordNotAudit)
+			}
+		}
 	case FormFirehose:
 		_, err := d.Firehose(b)
 		return err
@@ -216,9 +221,20 @@ func (d *Decoder) Record(form Form, b []byte) error {
 	case FormAzureRecord:
 		d.AzureRecord(b)
 	default:
-		d.count(RecordMalformed)
+		d.count(d.unknown(b))
 	}
 	return nil
+}
+
+// unknown classifies what Sniff did not recognise: a JSON object is another log's record, the
+// rest is malformed.
+func (d *Decoder) unknown(b []byte) Reason {
+	w := &d.inner
+	w.Reset(b)
+	if w.Peek() == '{' && w.Skip() == nil && w.End() == nil {
+		return RecordNotAudit
+	}
+	return RecordMalformed
 }
 
 // logEventsDocument reads a one-line `aws logs` JSON document: its events.
@@ -252,18 +268,20 @@ type ReadOptions struct {
 	// MaxLineBytes bounds one line, or one element of a JSON document (DefaultMaxRecordBytes
 	// when 0).
 	MaxLineBytes int
-	// Batch is how many events are handed on at once (400 when 0).
-	Batch int
 }
 
-// Unreadable is a line (or document element) that yielded no event, other than a control message.
+// Unreadable is a line (or document element) that yielded no event, or some of whose records
+// did not, for a reason other than a control message.
 type Unreadable struct {
 	// Line is the 1-based line number where it starts.
 	Line int
 	Form Form
-	// Reason is what became of it; Err, when set, is the envelope or read error.
-	Reason Reason
-	Err    error
+	// Reason is what became of it (one report per reason and line), Records how many of its
+	// records it befell; Err, when set, is why a delivery form's envelope or a webhook EventList
+	// was refused as a whole.
+	Reason  Reason
+	Records int
+	Err     error
 }
 
 // Summary is what Read found.
@@ -276,16 +294,14 @@ type Summary struct {
 
 // Read reads audit events from r in any form it recognises, by itself and line by line (a file
 // may mix forms): JSON lines of any form above, gzip'd or not, or one JSON document spread over
-// lines (`gcloud logging read --format=json`, `aws logs filter-log-events`). It hands events on
-// in batches (valid during the call) and reports every line or element that yields no event and
-// is not a control message — a line it does not recognise is reported, never read as something
-// else. Memory is bounded by MaxLineBytes and the limits, whatever the input.
-func Read(r io.Reader, opts ReadOptions, batch func([]decode.Event), unreadable func(Unreadable)) (Summary, error) {
+// lines (`gcloud logging read --format=json`, `aws logs filter-log-events`). It hands on the
+// events of each line or element with its line number (valid during the call) and reports every
+// line or element that yields nothing, or some of whose records yield nothing, other than
+// control messages: a line it does not recognise is reported, never read as something else.
+// Memory is bounded by MaxLineBytes and the limits, whatever the input.
+func Read(r io.Reader, opts ReadOptions, events func(line int, evs []decode.Event), unreadable func(Unreadable)) (Summary, error) {
 	if opts.MaxLineBytes <= 0 {
 		opts.MaxLineBytes = DefaultMaxRecordBytes
-	}
-	if opts.Batch <= 0 {
-		opts.Batch = 400
 	}
 	d := NewDecoder(opts.Limits)
 	var sum Summary
@@ -298,64 +314,41 @@ func Read(r io.Reader, opts ReadOptions, batch func([]decode.Event), unreadable 
 		defer zr.Close()
 		br = bufio.NewReaderSize(zr, 64<<10)
 	}
-	flush := func() {
-		if len(d.Events) > 0 {
-			batch(d.Events)
-		}
-		sum.Tally.Add(&d.Tally)
-		d.Reset()
-	}
-	// handle reads one line or element and reports it when it yields nothing.
+	// handle reads one line or element, hands its events on and reports what it could not read.
 	handle := func(b []byte, line int, form Form) {
 		if form == FormUnknown {
 			form = d.Sniff(b)
 		}
 		sum.Forms[form]++
-		before, events := d.Tally, len(d.Events)
-		err := d.Record(form, b)
-		var t Tally
-		for i := range t {
-			t[i] = d.Tally[i] - before[i]
+		d.Reset()
+		if err := d.Record(form, b); err != nil {
+			sum.Tally[RecordMalformed]++
+			unreadable(Unreadable{Line: line, Form: form, Reason: RecordMalformed, Records: 1, Err: err})
+			return
 		}
-		switch {
-		case err != nil:
-			d.Tally, d.Events = before, d.Events[:events]
-			unreadable(Unreadable{Line: line, Form: form, Reason: RecordMalformed, Err: err})
-		case t[RecordDecoded] == 0 && t[RecordControl] == 0:
-			reason := RecordMalformed
-			for r := RecordNotAudit; r < numReasons; r++ {
-				if t[r] > 0 {
-					reason = r
-					break
-				}
-			}
-			unreadable(Unreadable{Line: line, Form: form, Reason: reason})
-		case t.Skipped() > 0:
-			for r := RecordNotAudit; r < numReasons; r++ {
-				if t[r] > 0 {
-					unreadable(Unreadable{Line: line, Form: form, Reason: r})
-				}
-			}
+		if len(d.Events) > 0 {
+			events(line, d.Events)
 		}
-		if len(d.Events) >= opts.Batch {
-			flush()
+		sum.Tally.Add(&d.Tally)
+		for r := RecordNotAudit; r < numReasons; r++ {
+			if d.Tally[r] > 0 {
+				unreadable(Unreadable{Line: line, Form: form, Reason: r, Records: d.Tally[r]})
+			}
 		}
 	}
 	tooLong := func(line int) {
-		d.count(RecordTooLarge)
-		unreadable(Unreadable{Line: line, Reason: RecordTooLarge})
+		sum.Tally[RecordTooLarge]++
+		unreadable(Unreadable{Line: line, Reason: RecordTooLarge, Records: 1})
 	}
 	first, document := peekStart(br)
 	if first == '[' || first == '{' && document {
-		err := splitDocument(br, opts.MaxLineBytes, func(member string, elem []byte, line int) {
+		return sum, splitDocument(br, opts.MaxLineBytes, func(member string, elem []byte, line int) {
 			form := FormUnknown
 			if member == "events" {
 				form = FormLogEvent
 			}
 			handle(elem, line, form)
 		}, tooLong)
-		flush()
-		return sum, err
 	}
 	line := 0
 	err := scanLines(br, opts.MaxLineBytes, func(b []byte) {
@@ -364,7 +357,6 @@ func Read(r io.Reader, opts ReadOptions, batch func([]decode.Event), unreadable 
 			handle(b, line, FormUnknown)
 		}
 	}, func() { line++; tooLong(line) })
-	flush()
 	return sum, err
 }
 
