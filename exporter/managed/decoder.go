@@ -12,6 +12,7 @@ package managed
 import (
 	"bytes"
 	"errors"
+	"fmt"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
 )
@@ -68,7 +69,7 @@ type Decoder struct {
 	entries *decode.LogEntryDecoder
 	// Walkers for the nesting levels: a delivery, a record inside it, a list inside a record.
 	outer, inner, list decode.Walker
-	gz                 inflater
+	gz, body           inflater
 	b64, msg, raw      []byte
 }
 
@@ -87,6 +88,19 @@ func (d *Decoder) Reset() {
 	d.Events = d.Events[:0]
 	d.Tally = Tally{}
 }
+
+// Inflate undoes a delivery's Content-Encoding: gzip, refusing more than max bytes; the result
+// is valid until the next call.
+func (d *Decoder) Inflate(body []byte, max int) ([]byte, error) {
+	b, err := d.body.gunzip(body, max)
+	if err != nil {
+		return nil, fmt.Errorf("%w: content encoding: %w", ErrEnvelope, err)
+	}
+	return b, nil
+}
+
+// IsTooLarge reports whether err is a layer's bound being passed.
+func IsTooLarge(err error) bool { return errors.Is(err, errTooLarge) }
 
 // count records one record's fate.
 func (d *Decoder) count(r Reason) { d.Tally[r]++ }
