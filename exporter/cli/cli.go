@@ -3,6 +3,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,6 +59,7 @@ func NewExporterCommand() *cobra.Command {
 		ingestFile   string
 		maxLineBytes int
 		debug        bool
+		m            managedFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "exporter",
@@ -67,7 +69,13 @@ func NewExporterCommand() *cobra.Command {
 and/or bearer token, and exposes the metrics on /metrics (plus /healthz and /readyz).
 
 With --ingest-file it reads an audit log in the log backend's JSON-lines format (or stdin with
-"-") and then keeps serving /metrics; the webhook is then served only when credentials are set.`,
+"-") and then keeps serving /metrics; the webhook is then served only when credentials are set.
+
+On managed clusters, where no one can set the API server's audit webhook, it takes the audit
+events the provider hands out instead (README "Managed clusters"): EKS's through Amazon Data
+Firehose (--firehose-access-key-file, path /firehose), GKE's through a Pub/Sub push subscription
+(--pubsub-audience and/or --pubsub-secret-file, path /pubsub), AKS's from an Event Hub through
+its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-string-file).`,
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.Flags()
@@ -97,6 +105,7 @@ With --ingest-file it reads an audit log in the log backend's JSON-lines format 
 	fs.StringVar(&ingestFile, "ingest-file", "", `audit log (JSON lines) to ingest, "-" for stdin`)
 	fs.IntVar(&maxLineBytes, "max-line-bytes", exporter.DefaultMaxLineBytes, "longest audit log line ingested")
 	fs.BoolVar(&debug, "debug", false, "debug logging")
+	m.bind(fs)
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := newLogger(cmd.ErrOrStderr(), debug)
@@ -121,18 +130,34 @@ With --ingest-file it reads an audit log in the log backend's JSON-lines format 
 			return err
 		}
 		srv.Gatherer, srv.Logger = reg, log
+		srv.Firehose, srv.PubSub = m.firehose(), m.pubSub()
+		reader, err := m.eventHub(e, ecfg.MaxValueBytes, log)
+		if err != nil {
+			return err
+		}
 		if ingestFile != "" {
 			if err := ingest(ctx, e, ingestFile, maxLineBytes, cmd.InOrStdin()); err != nil {
 				return err
 			}
 			log.Info("Ingested audit log", "file", ingestFile)
+		}
+		if ingestFile != "" || m.any() {
 			srv.DisableWebhook = srv.ClientCAFile == "" && srv.TokenFile == ""
 		}
 		s, err := exporter.NewServer(srv, e)
 		if err != nil {
 			return err
 		}
-		return s.ListenAndServe(ctx)
+		if reader == nil {
+			return s.ListenAndServe(ctx)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- reader.Run(ctx) }()
+		err = s.ListenAndServe(ctx)
+		cancel()
+		return errors.Join(err, <-done)
 	}
 	return cmd
 }

@@ -21,6 +21,10 @@ import (
 // namespace's (or the hub's) connection string. Each Kafka record's value is an event body of
 // resource logs (azure.go). EventHubReader consumes it with franz-go.
 
+// DefaultMaxEventHubBytes bounds an Event Hub event: 1 MB is the Standard tier's largest event
+// (Premium and Dedicated allow 20 MB: raise Limits.MaxRecordBytes there).
+const DefaultMaxEventHubBytes = 1 << 20
+
 // EventHubConfig configures the Event Hub reader.
 type EventHubConfig struct {
 	// Brokers are the bootstrap servers, e.g. "<namespace>.servicebus.windows.net:9093".
@@ -40,7 +44,8 @@ type EventHubConfig struct {
 	// FromStart makes a group without committed offsets start at the oldest retained event
 	// instead of the newest.
 	FromStart bool
-	// Limits bound each record (an event body); MaxRecordBytes also bounds fetches.
+	// Limits bound each record (an event body: DefaultMaxEventHubBytes when MaxRecordBytes is 0);
+	// MaxRecordBytes also bounds fetches (4 records per partition, 16 in all).
 	Limits Limits
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
@@ -83,6 +88,9 @@ func NewEventHubReader(cfg EventHubConfig, sink Sink, m *Metrics) (*EventHubRead
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Limits.MaxRecordBytes <= 0 {
+		cfg.Limits.MaxRecordBytes = DefaultMaxEventHubBytes
 	}
 	cfg.Limits = cfg.Limits.withDefaults()
 	reset := kgo.NewOffset().AtEnd()
