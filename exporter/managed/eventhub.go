@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
@@ -126,13 +127,31 @@ func NewEventHubReader(cfg EventHubConfig, sink Sink, m *Metrics) (*EventHubRead
 	if err != nil {
 		return nil, fmt.Errorf("event hub: kafka client: %w", err)
 	}
-	m.Init(SourceEventHub, DeliveryMalformed, DeliveryTooLarge, DeliveryFetchError)
+	m.Init(SourceEventHub, DeliveryMalformed, DeliveryTooLarge, DeliveryFetchError, DeliveryConnectError)
 	return &EventHubReader{cfg: cfg, client: client, sink: sink, metrics: m, dec: NewDecoder(cfg.Limits), log: cfg.Logger}, nil
 }
 
-// Run consumes until ctx is done, then commits what was handed on and closes the client.
+// Run consumes until ctx is done, then commits what was handed on and closes the client. It first
+// reaches the endpoint: refused credentials end it with an error (they will not get better),
+// other failures are counted as connect_error and retried.
 func (r *EventHubReader) Run(ctx context.Context) error {
 	defer r.client.Close()
+	for {
+		err := r.client.Ping(ctx)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		if errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.IllegalSaslState) || errors.Is(err, kerr.UnsupportedSaslMechanism) {
+			r.metrics.Delivery(SourceEventHub, OutcomeRejected, DeliveryConnectError)
+			return fmt.Errorf("event hub %v: authentication refused (check the connection string): %w", r.cfg.Brokers, err)
+		}
+		r.metrics.Delivery(SourceEventHub, OutcomeRejected, DeliveryConnectError)
+		r.log.Warn("Event hub unreachable, retrying", "brokers", r.cfg.Brokers, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
 	r.log.Info("Reading audit events from the event hub", "brokers", r.cfg.Brokers, "topic", r.cfg.Topic, "group", r.cfg.Group)
 	for {
 		fetches := r.client.PollRecords(ctx, 1000)

@@ -31,6 +31,8 @@ const (
 	DeliveryTooLarge = "too_large"
 	// DeliveryFetchError: the Kafka client reported a fetch error for a partition.
 	DeliveryFetchError = "fetch_error"
+	// DeliveryConnectError: the Kafka endpoint could not be reached, or refused the credentials.
+	DeliveryConnectError = "connect_error"
 )
 
 // Metrics are the sources' counters, built from the catalogue's declarations.
