@@ -279,11 +279,11 @@
           },
           {
             alert: "LoopwatchAuditExporterDropping",
-            expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_requests_total{%(exporterSelector)s, outcome=\"rejected\"}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_dropped_events_total{%(exporterSelector)s}[5m])) > %(exporterDroppingThreshold)g" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_requests_total{%(exporterSelector)s, outcome=\"rejected\"}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_dropped_events_total{%(exporterSelector)s}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_source_deliveries_total{%(exporterSelector)s, outcome=\"rejected\"}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_source_records_total{%(exporterSelector)s, reason=~\"unmappable|truncated|malformed|too_large\"}[5m])) > %(exporterDroppingThreshold)g" % $._config,
             [if "%(exporterDroppingFor)s" % $._config != '0s' then 'for']: "%(exporterDroppingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it.",
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterDropping.md" % $._config,
               summary: "The audit exporter rejects or drops audit data.",
             },
