@@ -26,8 +26,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/loopwatch/loopwatch/exporter/analyze"
+	"github.com/loopwatch/loopwatch/exporter/managed"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -433,4 +438,85 @@ func TestManagedSourcesOnTLS(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestEventHubSourceOnKafka delivers the AKS test data's Event Hub bodies through a
+// Kafka-protocol cluster set up as Event Hubs' endpoint is (franz-go's in-process kfake: TLS,
+// SASL PLAIN with user $ConnectionString) to the exporter's Event Hub reader, and checks that the
+// exporter finds what the native log shows, pods included.
+func TestEventHubSourceOnKafka(t *testing.T) {
+	_, want := nativeFindings(t)
+	pki := newTestPKI(t)
+	cert, err := tls.LoadX509KeyPair(pki.certFile, pki.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hub, conn = "aks-audit", "Endpoint=sb://loopwatch-test.servicebus.windows.net/;SharedAccessKeyName=listen;SharedAccessKey=c2VjcmV0"
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, hub),
+		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}),
+		kfake.EnableSASL(), kfake.Superuser("PLAIN", "$ConnectionString", conn))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	clientTLS := &tls.Config{RootCAs: pki.roots}
+	producer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.DialTLSConfig(clientTLS),
+		kgo.SASL(plain.Auth{User: "$ConnectionString", Pass: conn}.AsMechanism()), kgo.DefaultProduceTopic(hub))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bodies := readLines(t, filepath.Join(providersDir, "aks", "eventhub-bodies.jsonl"))
+	for _, body := range bodies {
+		// Azure Monitor spreads a hub's events over its partitions: so does the round robin here.
+		if err := producer.ProduceSync(ctx, &kgo.Record{Value: body}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	producer.Close()
+
+	reg := prometheus.NewRegistry()
+	e, err := New(Config{Registerer: reg, Tracker: providersTrackerConfig(), Logger: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := managed.NewEventHubReader(managed.EventHubConfig{
+		Brokers: cluster.ListenAddrs(), Topic: hub, Group: "loopwatch", ConnectionString: conn, TLS: clientTLS,
+		FromStart: true, Logger: slog.New(slog.DiscardHandler),
+	}, e, e.SourceMetrics())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- reader.Run(rctx) }()
+	accepted := func() float64 {
+		return testutil.ToFloat64(e.SourceMetrics().DeliveryCounter(managed.SourceEventHub, managed.OutcomeAccepted, managed.DeliveryOK))
+	}
+	for accepted() < float64(len(bodies)) {
+		if ctx.Err() != nil {
+			t.Fatalf("%v of %d event hub events read within 30s", accepted(), len(bodies))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var got findings
+	tr := e.Tracker()
+	for _, x := range tr.Fights() {
+		got.Fights = append(got.Fights, fmt.Sprintf("%s %s<->%s handoffs=%d", x.Object, x.ActorA, x.ActorB, x.Handoffs))
+	}
+	for _, x := range tr.HotObjects() {
+		got.HotObjects = append(got.HotObjects, fmt.Sprintf("%s by %s writes=%d", x.Object, x.Actor, x.Writes))
+	}
+	for _, x := range tr.Races() {
+		got.Races = append(got.Races, fmt.Sprintf("%s by %s pods=%s writes=%d conflicts=%d", x.Object, x.Actor, strings.Join(x.Pods, ","), x.Writes, x.Conflicts))
+	}
+	if w := (findings{Fights: want.Fights, HotObjects: want.HotObjects, Races: want.Races}); fmt.Sprint(got) != fmt.Sprint(w) {
+		t.Errorf("findings differ from the native log's:\n got %+v\nwant %+v", got, w)
+	}
 }

@@ -77,6 +77,11 @@ func (m *Metrics) Delivery(source, outcome, reason string) {
 	m.deliveries.WithLabelValues(source, outcome, reason).Inc()
 }
 
+// DeliveryCounter returns the counter of a source's deliveries with that outcome and reason.
+func (m *Metrics) DeliveryCounter(source, outcome, reason string) prometheus.Counter {
+	return m.deliveries.WithLabelValues(source, outcome, reason)
+}
+
 // Records adds a delivery's records by reason.
 func (m *Metrics) Records(source string, t *Tally) {
 	for r, n := range t {

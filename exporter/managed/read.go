@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/klauspost/compress/gzip"
 
@@ -268,7 +269,14 @@ type ReadOptions struct {
 	// MaxLineBytes bounds one line, or one element of a JSON document (DefaultMaxRecordBytes
 	// when 0).
 	MaxLineBytes int
+	// MaxDocumentEvents bounds the events of a JSON document spread over lines
+	// (DefaultMaxDocumentEvents when 0): they are ordered by time before they are handed on, as
+	// `gcloud logging read` prints the newest first.
+	MaxDocumentEvents int
 }
+
+// DefaultMaxDocumentEvents bounds the events Read orders in memory (about 300 bytes each).
+const DefaultMaxDocumentEvents = 1 << 20
 
 // Unreadable is a line (or document element) that yielded no event, or some of whose records
 // did not, for a reason other than a control message.
@@ -342,13 +350,43 @@ func Read(r io.Reader, opts ReadOptions, events func(line int, evs []decode.Even
 	}
 	first, document := peekStart(br)
 	if first == '[' || first == '{' && document {
-		return sum, splitDocument(br, opts.MaxLineBytes, func(member string, elem []byte, line int) {
+		// A document's events are ordered by time first: `gcloud logging read` prints the newest
+		// entry first, and the tracker needs them in the order they happened.
+		if opts.MaxDocumentEvents <= 0 {
+			opts.MaxDocumentEvents = DefaultMaxDocumentEvents
+		}
+		var held []heldEvent
+		deliver := events
+		events = func(line int, evs []decode.Event) {
+			for i := range evs {
+				held = append(held, heldEvent{line: line, ev: evs[i]})
+			}
+		}
+		err := splitDocument(br, opts.MaxLineBytes, func(member string, elem []byte, line int) {
 			form := FormUnknown
-			if member == "events" {
+			switch member {
+			case "events":
 				form = FormLogEvent
+			case "", "items", "records":
+			default:
+				return // searchedLogStreams and the like: not records
+			}
+			if len(held) >= opts.MaxDocumentEvents {
+				return
 			}
 			handle(elem, line, form)
 		}, tooLong)
+		if err == nil && len(held) >= opts.MaxDocumentEvents {
+			err = fmt.Errorf("the document holds more than %d events to order: split it, or print it oldest first (gcloud logging read --order=asc) as JSON lines", opts.MaxDocumentEvents)
+		}
+		if n := len(held); n > 1 && held[0].ev.When().After(held[n-1].ev.When()) {
+			slices.Reverse(held) // newest first: events of one instant keep their true order
+		}
+		slices.SortStableFunc(held, func(a, b heldEvent) int { return a.ev.When().Compare(b.ev.When()) })
+		for i := range held {
+			deliver(held[i].line, []decode.Event{held[i].ev})
+		}
+		return sum, err
 	}
 	line := 0
 	err := scanLines(br, opts.MaxLineBytes, func(b []byte) {
@@ -358,6 +396,12 @@ func Read(r io.Reader, opts ReadOptions, events func(line int, evs []decode.Even
 		}
 	}, func() { line++; tooLong(line) })
 	return sum, err
+}
+
+// heldEvent is a document's event waiting to be ordered.
+type heldEvent struct {
+	line int
+	ev   decode.Event
 }
 
 // peekStart returns the first byte of the input that is not whitespace (0 if none within the
