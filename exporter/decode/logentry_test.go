@@ -134,3 +134,33 @@ func TestLogEntryDecodeAllocatesNothing(t *testing.T) {
 		t.Errorf("%v allocations per entry, want 0", n)
 	}
 }
+
+// FuzzLogEntry checks that the fast path reads Cloud Logging entries exactly as the general path
+// does (the same event, or both an error) and that nothing panics. Seeds are entries in the form
+// sinks write them, and their edges.
+func FuzzLogEntry(f *testing.F) {
+	for _, st := range []string{`{}`, `{"code":10,"message":"conflict"}`, `{"code":6}`, `null`} {
+		f.Add([]byte(entry("io.k8s.core.v1.configmaps.update", "core/v1/namespaces/ns/configmaps/state", st, "system:serviceaccount:ns:ctl")))
+	}
+	f.Add([]byte(entry("io.k8s.coordination.v1.leases.update", "coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n", `{}`, "system:node:n")))
+	f.Add([]byte(entry("io.k8s.core.v1.namespaces.finalize.update", "core/v1/namespaces/gone/finalize", `{}`, "u\u00e9")))
+	f.Add([]byte(`{"insertId":"x","protoPayload":null,"resource":{"type":"k8s_cluster"},"timestamp":"2026-11-23T16:41:02Z"}`))
+	f.Add([]byte(`{"protoPayload":{"methodName":"a.b","methodName":null,"resourceName":"core/v1/x"},"timestamp":"2026-11-23T16:41:02.1+01:00"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast, general Event
+		fd, gd := NewLogEntryDecoder(16, Limits{}), NewLogEntryDecoder(16, Limits{})
+		gd.d.generalOnly = true
+		ferr, gerr := fd.Decode(data, &fast), gd.Decode(data, &general)
+		if (ferr == nil) != (gerr == nil) {
+			t.Fatalf("fast path error %v, general path error %v", ferr, gerr)
+		}
+		if ferr == nil && fast != general {
+			t.Fatalf("fast path %+v\ngeneral path %+v", fast, general)
+		}
+		if ee, ok := ferr.(*EntryError); ok {
+			if ge, ok := gerr.(*EntryError); !ok || ge != ee {
+				t.Fatalf("fast path refused with %v, general path with %v", ferr, gerr)
+			}
+		}
+	})
+}
