@@ -29,6 +29,11 @@ var (
 		Help:   "Completed list and watch requests by actor, verb, API group and resource (only when the audit policy records reads).",
 		Labels: []string{LabelActor, LabelVerb, LabelGroup, LabelResource},
 	}
+	AuditInitialListsTotal = Metric{
+		Name: "loopwatch_audit_initial_lists_total", Type: Counter, Source: SourceExporter,
+		Help:   "Completed requests that load a whole collection from scratch, an informer's initial list or relist, by actor, verb, API group and resource: LISTs (verb=\"list\") and WATCHes with sendInitialEvents=true (verb=\"watch\"; WatchList, how client-go from 1.35 lists). Ordinary watches are not counted. Only when the audit policy records reads.",
+		Labels: []string{LabelActor, LabelVerb, LabelGroup, LabelResource},
+	}
 )
 
 // Top-offender gauges, exposed at scrape time from capped tables whose entries expire: a series
@@ -89,6 +94,11 @@ var (
 		Help:    "Time to handle one webhook request whose body is read: receiving and decrypting the body, decoding, tracking and answering.",
 		Buckets: auditBatchBuckets,
 	}
+	AuditRequestBytes = Metric{
+		Name: "loopwatch_audit_request_bytes", Type: Histogram, Source: SourceExporter,
+		Help:    "Size of the webhook request bodies received, in bytes: how close the API server's batches come to the exporter's --max-body-bytes.",
+		Buckets: []float64{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20},
+	}
 	AuditLastBatchTimestampSeconds = Metric{
 		Name: "loopwatch_audit_last_batch_timestamp_seconds", Type: Gauge, Source: SourceExporter,
 		Help: "Unix time of the last batch accepted; a stale value means the API server stopped sending.",
@@ -113,9 +123,9 @@ var (
 )
 
 var exporterMetrics = []Metric{
-	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal,
+	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal, AuditInitialListsTotal,
 	AuditFightHandoffs, AuditHotObjectWritesPerSecond, AuditReplicaRacePods,
 	AuditRequestsTotal, AuditScrapesRefusedTotal, AuditBatchesTotal, AuditEventsTotal, AuditDroppedEventsTotal,
-	AuditDecodeSeconds, AuditRequestSeconds, AuditLastBatchTimestampSeconds,
+	AuditDecodeSeconds, AuditRequestSeconds, AuditRequestBytes, AuditLastBatchTimestampSeconds,
 	AuditTrackedObjects, AuditTrackedActors, AuditLabelledActors, AuditEvictionsTotal,
 }

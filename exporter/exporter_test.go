@@ -242,3 +242,32 @@ loopwatch_audit_writes_total{actor="other",code_class="2xx",group="",resource="s
 		t.Fatal(err)
 	}
 }
+
+// TestExporterCountsInitialListsOfWatchListClients: LISTs and WATCHes with sendInitialEvents=true
+// are initial lists (an informer's start or relist); an ordinary watch is a read only.
+func TestExporterCountsInitialListsOfWatchListClients(t *testing.T) {
+	e, reg := newTestExporter(t)
+	const relister, lister = "system:serviceaccount:apps:relister", "system:serviceaccount:apps:lister"
+	var ws []auditWrite
+	for i := range 3 {
+		ws = append(ws, auditWrite{actor: relister, verb: "watch", resource: "configmaps", at: time.Duration(i) * time.Second,
+			query: "allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=412&watch=true"})
+	}
+	ws = append(ws,
+		auditWrite{actor: relister, verb: "watch", resource: "configmaps", at: 4 * time.Second, query: "allowWatchBookmarks=true&resourceVersion=1234&watch=true"},
+		auditWrite{actor: lister, verb: "list", resource: "configmaps", at: 5 * time.Second, query: "limit=500&resourceVersion=0"},
+	)
+	if _, err := e.IngestList(eventList(t, ws...)); err != nil {
+		t.Fatal(err)
+	}
+	m := catalogue.AuditInitialListsTotal
+	want := fmt.Sprintf(`
+# HELP %s %s
+# TYPE %s counter
+%s{actor=%q,group="",resource="configmaps",verb="list"} 1
+%s{actor=%q,group="",resource="configmaps",verb="watch"} 3
+`, m.Name, m.Help, m.Name, m.Name, lister, m.Name, relister)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), m.Name); err != nil {
+		t.Fatal(err)
+	}
+}

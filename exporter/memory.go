@@ -39,6 +39,10 @@ func seriesBytes(maxValueBytes int) int64 {
 	return 5*int64(maxValueBytes+16) + 512
 }
 
+// perActorFamilies are the families bounded by MaxSeries: writes, conflicts, handoffs, reads and
+// initial lists.
+const perActorFamilies = 5
+
 // MemoryBound returns the memory bound of an exporter and server with these configurations
 // (defaults filled as New and NewServer fill them).
 func MemoryBound(ec Config, sc ServerConfig) (Memory, error) {
@@ -53,7 +57,7 @@ func MemoryBound(ec Config, sc ServerConfig) (Memory, error) {
 		Tracker:     tracker,
 		Bodies:      2 * sc.MaxBufferedBytes,
 		Decoders:    int64(sc.MaxInFlight) * decode.MemoryBound(0, limits, sc.MaxBodyBytes),
-		Series:      4 * int64(ec.MaxSeries+25) * seriesBytes(ec.MaxValueBytes),
+		Series:      perActorFamilies * int64(ec.MaxSeries+25) * seriesBytes(ec.MaxValueBytes),
 		Connections: int64(sc.MaxConnections) * connectionBytes(),
 	}
 	return m, nil

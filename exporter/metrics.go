@@ -79,10 +79,11 @@ type Metrics struct {
 	maxSeries int
 
 	writes, conflicts, handoffs, reads *prometheus.CounterVec
+	initialLists                       *prometheus.CounterVec
 	requests, events, dropped          *prometheus.CounterVec
 	scrapesRefused                     *prometheus.CounterVec
 	batches                            prometheus.Counter
-	decode, request                    prometheus.Histogram
+	decode, request, requestBytes      prometheus.Histogram
 	lastBatch                          prometheus.Gauge
 	// eventOutcomes are the events counters by outcome: counted, ignored_stage, unattributable,
 	// duplicate.
@@ -94,6 +95,7 @@ type Metrics struct {
 	conflictCache map[conflictKey]prometheus.Counter
 	handoffCache  map[handoffKey]prometheus.Counter
 	readCache     map[readKey]prometheus.Counter
+	initialCache  map[readKey]prometheus.Counter
 }
 
 type writeKey struct{ actor, verb, group, resource, class string }
@@ -125,11 +127,14 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSer
 		batches:        counter(catalogue.AuditBatchesTotal),
 		decode:         histogram(catalogue.AuditDecodeSeconds),
 		request:        histogram(catalogue.AuditRequestSeconds),
+		requestBytes:   histogram(catalogue.AuditRequestBytes),
 		lastBatch:      gauge(catalogue.AuditLastBatchTimestampSeconds),
 		writeCache:     map[writeKey]prometheus.Counter{},
 		conflictCache:  map[conflictKey]prometheus.Counter{},
 		handoffCache:   map[handoffKey]prometheus.Counter{},
 		readCache:      map[readKey]prometheus.Counter{},
+		initialCache:   map[readKey]prometheus.Counter{},
+		initialLists:   counterVec(catalogue.AuditInitialListsTotal),
 	}
 	for _, r := range []string{ReasonOK} {
 		m.requests.WithLabelValues(OutcomeAccepted, r)
@@ -148,8 +153,8 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSer
 		m.dropped.WithLabelValues(r)
 	}
 	for _, c := range []prometheus.Collector{
-		m.writes, m.conflicts, m.handoffs, m.reads, m.requests, m.scrapesRefused, m.events, m.dropped, m.batches, m.decode,
-		m.request, m.lastBatch, &trackerCollector{tracker: tracker},
+		m.writes, m.conflicts, m.handoffs, m.reads, m.initialLists, m.requests, m.scrapesRefused, m.events, m.dropped, m.batches, m.decode,
+		m.request, m.requestBytes, m.lastBatch, &trackerCollector{tracker: tracker},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -217,20 +222,30 @@ func (m *Metrics) Write(o *track.Observation) {
 	c.Inc()
 }
 
-// Read implements track.Sink.
+// Read implements track.Sink: every list and watch counts as a read, and those that load the
+// collection from scratch as an initial list too.
 func (m *Metrics) Read(o *track.Observation) {
 	k := readKey{o.ActorLabel, o.Event.Verb, o.Group, o.Resource}
-	c, ok := m.readCache[k]
-	if !ok {
-		if len(m.readCache) >= m.maxSeries {
-			k.actor, k.group, k.resource = track.OtherLabel, track.OtherLabel, track.OtherLabel
-		}
-		if c, ok = m.readCache[k]; !ok {
-			c = m.reads.WithLabelValues(k.actor, k.verb, k.group, k.resource)
-			m.readCache[k] = c
-		}
+	m.readCounter(m.reads, m.readCache, k).Inc()
+	if o.Event.IsInitialList() {
+		m.readCounter(m.initialLists, m.initialCache, k).Inc()
 	}
-	c.Inc()
+}
+
+// readCounter returns the counter of k in a read family, bounded like the others.
+func (m *Metrics) readCounter(vec *prometheus.CounterVec, cache map[readKey]prometheus.Counter, k readKey) prometheus.Counter {
+	c, ok := cache[k]
+	if ok {
+		return c
+	}
+	if len(cache) >= m.maxSeries {
+		k.actor, k.group, k.resource = track.OtherLabel, track.OtherLabel, track.OtherLabel
+	}
+	if c, ok = cache[k]; !ok {
+		c = vec.WithLabelValues(k.actor, k.verb, k.group, k.resource)
+		cache[k] = c
+	}
+	return c
 }
 
 // Handoff implements track.Sink.
@@ -256,6 +271,7 @@ func (m *Metrics) Demoted(label string) {
 	m.lastWriteC = nil
 	m.conflicts.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
 	m.reads.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
+	m.initialLists.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
 	m.handoffs.DeletePartialMatch(prometheus.Labels{"from_actor": label})
 	m.handoffs.DeletePartialMatch(prometheus.Labels{"to_actor": label})
 	for k := range m.writeCache {
@@ -268,9 +284,11 @@ func (m *Metrics) Demoted(label string) {
 			delete(m.conflictCache, k)
 		}
 	}
-	for k := range m.readCache {
-		if k.actor == label {
-			delete(m.readCache, k)
+	for _, cache := range []map[readKey]prometheus.Counter{m.readCache, m.initialCache} {
+		for k := range cache {
+			if k.actor == label {
+				delete(cache, k)
+			}
 		}
 	}
 	for k := range m.handoffCache {

@@ -350,6 +350,7 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer b.release()
+	s.exporter.metrics.requestBytes.Observe(float64(len(b.data)))
 	if !s.acquire(r.Context()) {
 		w.Header().Set("Retry-After", "1")
 		s.reject(w, http.StatusTooManyRequests, ReasonOverloaded, "too many batches in flight")

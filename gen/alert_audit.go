@@ -134,22 +134,24 @@ var ConflictStorm = &Alert{
 	},
 }
 
-// RelistStorm fires when an actor lists a resource at a high rate: informers relisting after
-// 410 Gone, restarts in a loop, or a client listing per reconcile.
+// RelistStorm fires when an actor loads a resource's whole collection at a high rate: informers
+// relisting after 410 Gone, restarts in a loop, or a client listing per reconcile. An initial list
+// is a LIST, or for clients with WatchList on (client-go from 1.35) a WATCH with
+// sendInitialEvents=true: the exporter counts both in loopwatch_audit_initial_lists_total.
 var RelistStorm = &Alert{
 	Key: "relistStorm", Name: "RelistStorm",
 	Severity: SeverityWarning, For: 5 * time.Minute,
 	Params: []Param{
 		{Key: "threshold", Default: 5, Check: positive,
-			Doc: "Lists per second of one resource by one actor above which the alert fires."},
+			Doc: "Initial lists per second (LISTs, and WATCHes with sendInitialEvents=true) of one resource by one actor above which the alert fires."},
 	},
 	Level: levelActor,
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelActor, recAuditReads.Name+`{verb="list"}`) + " > " + e.P("threshold")
+		return sumBy(levelActor, recAuditInitialLists.Name) + " > " + e.P("threshold")
 	},
-	Summary:     "An actor lists a resource at a high rate.",
-	Description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list at Metadata level.",
-	Panel:       PanelRef{"audit", "Lists and watches by actor"},
+	Summary:     "An actor relists a resource at a high rate.",
+	Description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list and watch at Metadata level.",
+	Panel:       PanelRef{"audit", "Initial lists (relists) by actor"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
 		l := c.Target("exporter").With("actor", operatorActor, "group", "", "resource", "configmaps")
@@ -157,12 +159,30 @@ var RelistStorm = &Alert{
 		return []Case{
 			{
 				Name:   "fires when an actor keeps listing",
-				Series: []*Series{Counter("loopwatch_audit_reads_total", l.With("verb", "list"), th/20).Rate(incidentAt, after)},
+				Series: []*Series{Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/20).Rate(incidentAt, after)},
 				Fires:  fires,
 			},
 			{
-				Name: "stays silent on watches and occasional lists",
+				Name: "fires when a WatchList client keeps relisting with watches that send the initial state",
 				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/20).Rate(incidentAt, after),
+					Counter("loopwatch_audit_reads_total", l.With("verb", "watch"), th/20).Rate(incidentAt, after),
+				},
+				Fires: fires,
+			},
+			{
+				Name: "fires when an actor's lists and initial-state watches together pass the line",
+				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/40).Rate(incidentAt, after/2),
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/40).Rate(incidentAt, after/2),
+				},
+				Fires: fires,
+			},
+			{
+				Name: "stays silent on occasional lists and many ordinary long-running watches",
+				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/2),
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/100),
 					Counter("loopwatch_audit_reads_total", l.With("verb", "list"), th/2),
 					Counter("loopwatch_audit_reads_total", l.With("verb", "watch"), th*10),
 				},
@@ -235,7 +255,7 @@ var AuditExporterDropping = &Alert{
 			sumBy(levelExporter, rate(sel("loopwatch_audit_source_records_total", s, `reason=~"`+sourceRecordsLost+`"`), "5m"))+" > "+threshold)
 	},
 	Summary:     "The audit exporter rejects or drops audit data.",
-	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up.",
+	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled splits them); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
 	Panel:       PanelRef{"exporter", "Webhook requests by outcome and reason"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
@@ -266,6 +286,12 @@ var AuditExporterDropping = &Alert{
 				Series: []*Series{accepted,
 					Counter("loopwatch_audit_source_records_total", l.With("source", "eks_firehose", "reason", "not_audit"), 0).Rate(incidentAt, after),
 					Counter("loopwatch_audit_source_records_total", l.With("source", "eks_firehose", "reason", "control_message"), 0).Rate(incidentAt, after)},
+			},
+			{
+				Name: "fires when the exporter cuts off senders that send too slowly",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_requests_total", l.With("outcome", "rejected", "reason", "slow_body"), 0).Rate(incidentAt, after)},
+				Fires: fires,
 			},
 			{
 				Name:   "stays silent while every request is accepted",

@@ -33,7 +33,7 @@ func ruleGroups() []ruleGroup {
 			recErrorRatio5m, recClientRequests, recAPIRequests,
 		}},
 		{Name: groupSLORules, On: slo, Recordings: sloRecordings},
-		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads}},
+		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads, recAuditInitialLists}},
 		{Name: groupControllerAlerts, On: controller, Alerts: []*Alert{
 			QueueBacklog, QueueWaitHigh, ReconcileSlow, ProcessorStuck, ReconcileErrors, ReconcilePanics, PatchRateHigh, HotLoop,
 			APICallsPerReconcileHigh, FinalizerStuck, WorkqueueMetricsMissing, ControllerMetricsMissing,

@@ -1989,7 +1989,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 14,
+          "id": 15,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -2660,7 +2660,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Informers relisting after their watches expire (410 Gone) show as bursts of lists, or of watches for clients with WatchList on. Needs an audit policy that records list and watch. Alerts: LoopwatchRelistStorm.",
+          "description": "Requests that load a whole collection: LISTs, and WATCHes with sendInitialEvents=true (WatchList, how client-go from 1.35 lists). An informer makes one when it starts and one per relist after its watch expires (410 Gone); a steady rate is a relist storm. Needs an audit policy that records list and watch. Alerts: LoopwatchRelistStorm.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -2714,6 +2714,93 @@
             "y": 54,
           },
           "id": 13,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (actor, verb, resource) (rate(loopwatch_audit_initial_lists_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\", actor=~\"$actor\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{actor}} {{verb}} {{resource}}",
+              "refId": "",
+            },
+          ],
+          "title": "Initial lists (relists) by actor",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Every list and watch; informers renew each watch every 5 to 10 minutes. Needs an audit policy that records list and watch.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "ops",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 62,
+          },
+          "id": 14,
           "isNew": false,
           "options": {
             "legend": {
@@ -2978,7 +3065,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 14,
+          "id": 16,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -3022,7 +3109,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Rejected requests are retried by the API server 4 more times, then its events are dropped. Alerts: LoopwatchAuditExporterDropping.",
+          "description": "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait. Alerts: LoopwatchAuditExporterDropping.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3109,7 +3196,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "duplicate: a retried batch (deduplicated on auditID and stage).",
+          "description": "duplicate: an event seen before (a retried batch); unattributable: no verb or user; ignored_stage: not the stage that completes a request.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3369,6 +3456,190 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Webhook bodies received: the largest should stay well below the exporter's --max-body-bytes.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "bytes",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 6,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.5, sum by (le) (rate(loopwatch_audit_request_bytes_bucket{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "p50",
+              "refId": "",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.99, sum by (le) (rate(loopwatch_audit_request_bytes_bucket{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "p99",
+              "refId": "",
+            },
+          ],
+          "title": "Batch size",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "/metrics takes the webhook's or the scrape credentials: a Prometheus without them is refused here (and its target is down).",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "reqps",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 20,
+          },
+          "id": 7,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (reason) (rate(loopwatch_audit_scrapes_refused_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Refused scrapes of /metrics",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "decode: decoding and tracking a batch; request: the whole webhook request, receiving and decrypting the body included.",
           "editable": false,
           "error": false,
@@ -3420,9 +3691,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 20,
+            "y": 28,
           },
-          "id": 6,
+          "id": 8,
           "isNew": false,
           "options": {
             "legend": {
@@ -3527,9 +3798,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 20,
+            "y": 28,
           },
-          "id": 7,
+          "id": 9,
           "isNew": false,
           "options": {
             "legend": {
@@ -3566,9 +3837,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 28,
+            "y": 36,
           },
-          "id": 8,
+          "id": 10,
           "isNew": false,
           "panels": [],
           "span": 0,
@@ -3632,9 +3903,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 29,
+            "y": 37,
           },
-          "id": 9,
+          "id": 11,
           "isNew": false,
           "options": {
             "legend": {
@@ -3719,9 +3990,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 29,
+            "y": 37,
           },
-          "id": 10,
+          "id": 12,
           "isNew": false,
           "options": {
             "legend": {
@@ -3758,9 +4029,9 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 37,
+            "y": 45,
           },
-          "id": 11,
+          "id": 13,
           "isNew": false,
           "panels": [],
           "span": 0,
@@ -3823,9 +4094,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 38,
+            "y": 46,
           },
-          "id": 12,
+          "id": 14,
           "isNew": false,
           "options": {
             "legend": {
@@ -3930,9 +4201,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 38,
+            "y": 46,
           },
-          "id": 13,
+          "id": 15,
           "isNew": false,
           "options": {
             "legend": {

@@ -90,6 +90,10 @@
             record: "cluster_actor_verb_group_resource:loopwatch_audit_reads:rate5m",
             expr: "sum by (%(clusterLabel)s, actor, verb, group, resource) (rate(loopwatch_audit_reads_total{%(exporterSelector)s}[5m]))" % $._config,
           },
+          {
+            record: "cluster_actor_verb_group_resource:loopwatch_audit_initial_lists:rate5m",
+            expr: "sum by (%(clusterLabel)s, actor, verb, group, resource) (rate(loopwatch_audit_initial_lists_total{%(exporterSelector)s}[5m]))" % $._config,
+          },
         ],
       },
     ],

@@ -114,6 +114,10 @@ type Reader struct {
 	Actor string `json:"actor"`
 	Lists int    `json:"lists"`
 	Watch int    `json:"watches"`
+	// InitialLists are the requests that loaded a collection from scratch (an informer's initial
+	// list or relist): its lists, and its watches with sendInitialEvents=true (WatchList, how
+	// client-go from 1.35 lists).
+	InitialLists int `json:"initialLists"`
 }
 
 // ActorConflicts is one actor's 409 answers, by resource.
@@ -238,6 +242,9 @@ func (r *Report) finish(top int, conflicts map[string]*ActorConflicts) {
 	}
 	sort.Slice(r.TopReaders, func(i, j int) bool {
 		a, b := r.TopReaders[i], r.TopReaders[j]
+		if a.InitialLists != b.InitialLists {
+			return a.InitialLists > b.InitialLists
+		}
 		if a.Lists+a.Watch != b.Lists+b.Watch {
 			return a.Lists+a.Watch > b.Lists+b.Watch
 		}
@@ -316,6 +323,9 @@ func (s *reportSink) Read(o *track.Observation) {
 		r.Watch++
 	} else {
 		r.Lists++
+	}
+	if o.Event.IsInitialList() {
+		r.InitialLists++
 	}
 }
 

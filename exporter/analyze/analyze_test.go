@@ -198,3 +198,17 @@ func TestAnalyzeReportsLinesItDoesNotUnderstand(t *testing.T) {
 		t.Fatalf("report does not list the skipped lines:\n%s", text.String())
 	}
 }
+
+// TestAnalyzeCountsWatchListRelists: a client with WatchList on (client-go from 1.35) makes its
+// initial lists and relists as watches with sendInitialEvents=true; they count as initial lists,
+// the ordinary watches of a healthy informer do not.
+func TestAnalyzeCountsWatchListRelists(t *testing.T) {
+	rep := analyzeBytes(t, readFixture(t, "watchlist.jsonl"))
+	want := []Reader{
+		{Actor: "system:serviceaccount:apps:relister", Watch: 12, InitialLists: 12},
+		{Actor: "system:serviceaccount:apps:steady", Watch: 4, InitialLists: 1},
+	}
+	if fmt.Sprint(rep.TopReaders) != fmt.Sprint(want) {
+		t.Fatalf("readers %+v, want %+v", rep.TopReaders, want)
+	}
+}

@@ -128,10 +128,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 
 	if len(r.TopReaders) > 0 {
-		p("\nTop readers (%d): list and watch requests (relist storms)\n", len(r.TopReaders))
-		p("  ACTOR\tLISTS\tWATCHES\n")
+		p("\nTop readers (%d): list and watch requests; initial lists are lists and watches with sendInitialEvents=true (relist storms)\n", len(r.TopReaders))
+		p("  ACTOR\tINITIAL LISTS\tLISTS\tWATCHES\n")
 		for _, rd := range r.TopReaders {
-			p("  %s\t%d\t%d\n", rd.Actor, rd.Lists, rd.Watch)
+			p("  %s\t%d\t%d\t%d\n", rd.Actor, rd.InitialLists, rd.Lists, rd.Watch)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -51,16 +51,42 @@ func newLogger(w io.Writer, debug bool) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
+// ExporterOptions are what the flags of `loopwatch exporter` set.
+type ExporterOptions struct {
+	Exporter     exporter.Config
+	Server       exporter.ServerConfig
+	IngestFile   string
+	MaxLineBytes int
+	Debug        bool
+	// tracker is what the tracker flags set, copied into Exporter once they are parsed.
+	tracker *track.Config
+	// managed are the managed-cluster sources' flags.
+	managed managedFlags
+}
+
+// ParseExporterArgs parses args (without the subcommand) as `loopwatch exporter` does: the deploy
+// files' tests check their flags and derive the memory bound from them.
+func ParseExporterArgs(args []string) (ExporterOptions, error) {
+	cmd, opts := newExporterCommand()
+	if err := cmd.Flags().Parse(args); err != nil {
+		return ExporterOptions{}, err
+	}
+	opts.Exporter.Tracker = *opts.tracker
+	opts.Server.Firehose, opts.Server.PubSub = opts.managed.firehose(), opts.managed.pubSub()
+	return *opts, nil
+}
+
 // NewExporterCommand returns `loopwatch exporter`: the audit webhook endpoint and /metrics.
 func NewExporterCommand() *cobra.Command {
-	var (
-		srv          exporter.ServerConfig
-		ecfg         exporter.Config
-		ingestFile   string
-		maxLineBytes int
-		debug        bool
-		m            managedFlags
-	)
+	cmd, _ := newExporterCommand()
+	return cmd
+}
+
+func newExporterCommand() (*cobra.Command, *ExporterOptions) {
+	opts := &ExporterOptions{}
+	srv, ecfg := &opts.Server, &opts.Exporter
+	ingestFile, maxLineBytes, debug := &opts.IngestFile, &opts.MaxLineBytes, &opts.Debug
+	m := &opts.managed
 	cmd := &cobra.Command{
 		Use:   "exporter",
 		Short: "Receive Kubernetes audit events and export per-actor writes, fights, hot objects and replica races",
@@ -80,6 +106,7 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 	}
 	fs := cmd.Flags()
 	tcfg := trackerFlags(fs)
+	opts.tracker = tcfg
 	fs.StringVar(&srv.Addr, "listen-address", ":8443", "address to serve the webhook and /metrics on")
 	fs.StringVar(&srv.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM)")
 	fs.StringVar(&srv.TLSKeyFile, "tls-key-file", "", "serving key (PEM)")
@@ -102,19 +129,19 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 	fs.IntVar(&ecfg.MaxBatchEvents, "max-batch-events", exporter.DefaultMaxBatchEvents, "events in one webhook batch (413 beyond)")
 	fs.IntVar(&ecfg.MaxValueBytes, "max-value-bytes", decode.DefaultMaxValueBytes, "longest string kept from an event, so longest label value: longer ones keep a prefix and a hash")
 	fs.IntVar(&ecfg.MaxSeries, "max-series", exporter.DefaultMaxSeries, "series of each per-actor metric; beyond it new ones count under actor and resource \"other\"")
-	fs.StringVar(&ingestFile, "ingest-file", "", `audit log (JSON lines) to ingest, "-" for stdin`)
-	fs.IntVar(&maxLineBytes, "max-line-bytes", exporter.DefaultMaxLineBytes, "longest audit log line ingested")
-	fs.BoolVar(&debug, "debug", false, "debug logging")
+	fs.StringVar(ingestFile, "ingest-file", "", `audit log (JSON lines) to ingest, "-" for stdin`)
+	fs.IntVar(maxLineBytes, "max-line-bytes", exporter.DefaultMaxLineBytes, "longest audit log line ingested")
+	fs.BoolVar(debug, "debug", false, "debug logging")
 	m.bind(fs)
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		log := newLogger(cmd.ErrOrStderr(), debug)
+		log := newLogger(cmd.ErrOrStderr(), *debug)
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		ecfg.Tracker, ecfg.Registerer, ecfg.Logger = *tcfg, reg, log
-		bound, err := exporter.MemoryBound(ecfg, srv)
+		bound, err := exporter.MemoryBound(*ecfg, *srv)
 		if err != nil {
 			return err
 		}
@@ -125,7 +152,7 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 		}
 		log.Info("Memory bound", "dedupe", bound.Dedupe, "tracker", bound.Tracker, "bodies", bound.Bodies,
 			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "total", bound.Total())
-		e, err := exporter.New(ecfg)
+		e, err := exporter.New(*ecfg)
 		if err != nil {
 			return err
 		}
@@ -135,16 +162,16 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 		if err != nil {
 			return err
 		}
-		if ingestFile != "" {
-			if err := ingest(ctx, e, ingestFile, maxLineBytes, cmd.InOrStdin()); err != nil {
+		if *ingestFile != "" {
+			if err := ingest(ctx, e, *ingestFile, *maxLineBytes, cmd.InOrStdin()); err != nil {
 				return err
 			}
-			log.Info("Ingested audit log", "file", ingestFile)
+			log.Info("Ingested audit log", "file", *ingestFile)
 		}
-		if ingestFile != "" || m.any() {
+		if *ingestFile != "" || m.any() {
 			srv.DisableWebhook = srv.ClientCAFile == "" && srv.TokenFile == ""
 		}
-		s, err := exporter.NewServer(srv, e)
+		s, err := exporter.NewServer(*srv, e)
 		if err != nil {
 			return err
 		}
@@ -159,7 +186,7 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 		cancel()
 		return errors.Join(err, <-done)
 	}
-	return cmd
+	return cmd, opts
 }
 
 func ingest(ctx context.Context, e *exporter.Exporter, file string, maxLineBytes int, stdin io.Reader) error {

@@ -6,7 +6,10 @@
 // bounded interner, so a decoder at steady state allocates nothing per event.
 package decode
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // Stage values of an audit event that the exporter distinguishes.
 const (
@@ -43,6 +46,8 @@ type Event struct {
 	UserAgent string
 	// FieldManager is the fieldManager query parameter of requestURI.
 	FieldManager string
+	// SendInitialEvents is the sendInitialEvents query parameter of requestURI.
+	SendInitialEvents string
 
 	APIGroup    string
 	Resource    string
@@ -122,4 +127,20 @@ func (e *Event) IsConflict() bool {
 // IsRead reports whether the verb is a collection read that matters for relist storms.
 func (e *Event) IsRead() bool {
 	return e.Verb == "list" || e.Verb == "watch"
+}
+
+// IsInitialList reports whether the request loaded a whole collection from scratch: a LIST (what
+// an informer of a list-then-watch client starts and relists with), or a WATCH with
+// sendInitialEvents=true (WatchList: the same for client-go ≥ 1.35, which no longer LISTs). The
+// parameter is read as the API server converts it (strconv.ParseBool). An ordinary watch, which a
+// healthy informer renews every few minutes, is not one.
+func (e *Event) IsInitialList() bool {
+	switch e.Verb {
+	case "list":
+		return true
+	case "watch":
+		v, err := strconv.ParseBool(e.SendInitialEvents)
+		return err == nil && v
+	}
+	return false
 }

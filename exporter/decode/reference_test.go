@@ -84,6 +84,7 @@ func project(e *auditv1.Event) Event {
 	if _, query, ok := strings.Cut(e.RequestURI, "?"); ok {
 		values, _ := url.ParseQuery(query)
 		ev.FieldManager = values.Get("fieldManager")
+		ev.SendInitialEvents = values.Get("sendInitialEvents")
 	}
 	if r := e.ObjectRef; r != nil {
 		ev.APIGroup, ev.Resource, ev.Namespace, ev.Name, ev.Subresource = r.APIGroup, r.Resource, r.Namespace, r.Name, r.Subresource

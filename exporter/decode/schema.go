@@ -18,6 +18,9 @@ var eventRows = []field{
 	{"stage", str(&into.Stage)},
 	{"requestURI", uriQuery([]field{
 		{"fieldManager", str(&into.FieldManager)},
+		// WatchList: a watch that first sends the current state, as an informer's initial list
+		// and every relist of a client-go ≥ 1.35 client.
+		{"sendInitialEvents", str(&into.SendInitialEvents)},
 	})},
 	{"verb", str(&into.Verb)},
 	{"user", object([]field{
