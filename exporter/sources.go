@@ -65,7 +65,9 @@ type sources struct {
 func loadSources(cfg ServerConfig, e *Exporter, errs *[]error) *sources {
 	src := &sources{firehoseIDs: managed.NewRecentIDs(0), pushIDs: managed.NewRecentIDs(0)}
 	src.decoders.New = func() any {
-		return managed.NewDecoder(managed.Limits{MaxValueBytes: e.limits.MaxValueBytes})
+		d := managed.NewDecoder(managed.Limits{MaxValueBytes: e.limits.MaxValueBytes})
+		d.Flush = e.ObserveEvents // a large delivery's events in chunks, not all at once
+		return d
 	}
 	if f := cfg.Firehose; f != nil {
 		b, err := os.ReadFile(f.AccessKeyFile)

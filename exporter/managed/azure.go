@@ -25,6 +25,11 @@ func isAuditCategory(c []byte) bool {
 // d.Events and counting its records. An error wrapping ErrEnvelope means the body is not one.
 func (d *Decoder) EventHubBody(body []byte) error {
 	w := &d.outer
+	// The envelope is checked whole first: nothing is handed on from a body that is refused.
+	w.Reset(body)
+	if err := w.Skip(); err != nil {
+		return fmt.Errorf("%w: event hub body: %w", ErrEnvelope, err)
+	}
 	w.Reset(body)
 	seen := false
 	err := w.Object(func(key []byte) error {

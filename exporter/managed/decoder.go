@@ -29,6 +29,10 @@ type Limits struct {
 	// MaxEvents bounds the events of one webhook EventList read by Read
 	// (decode.DefaultMaxEvents when 0).
 	MaxEvents int
+	// MaxDeliveryBytes bounds what the gzip'd records of one delivery inflate to, together
+	// (DefaultMaxDeliveryBytes when 0): the time a delivery takes is bounded by it, whatever its
+	// records hold. A record past it is counted too_large.
+	MaxDeliveryBytes int
 }
 
 // Defaults: a Firehose record holds at most 1000 KiB, a CloudWatch Logs event 256 KB, a Pub/Sub
@@ -37,7 +41,13 @@ type Limits struct {
 const (
 	DefaultMaxRecordBytes = 16 << 20
 	DefaultMaxEventBytes  = 4 << 20
+	// DefaultMaxDeliveryBytes lets a 16 MiB Firehose request of gzip'd records inflate about
+	// sixteenfold (CloudWatch payloads compress about tenfold).
+	DefaultMaxDeliveryBytes = 256 << 20
 )
+
+// flushEvents is how many events a decoder holds before it hands them to Flush, when set.
+const flushEvents = 1000
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxRecordBytes <= 0 {
@@ -48,6 +58,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxEvents <= 0 {
 		l.MaxEvents = decode.DefaultMaxEvents
+	}
+	if l.MaxDeliveryBytes <= 0 {
+		l.MaxDeliveryBytes = DefaultMaxDeliveryBytes
 	}
 	return l
 }
@@ -63,6 +76,12 @@ type Decoder struct {
 	Events []decode.Event
 	// Tally counts the records since the last Reset by what became of them.
 	Tally Tally
+	// Flush, when set, receives the events every thousand of them, so that a delivery's events
+	// are never all held at once (the decoders of deliveries validate a delivery's envelope
+	// before they decode any of it, so nothing flushed belongs to a delivery refused later).
+	Flush func([]decode.Event)
+	// inflated counts the bytes the current delivery's records inflated to.
+	inflated int
 
 	limits  Limits
 	native  *decode.Decoder
@@ -87,6 +106,15 @@ func NewDecoder(l Limits) *Decoder {
 func (d *Decoder) Reset() {
 	d.Events = d.Events[:0]
 	d.Tally = Tally{}
+	d.inflated = 0
+}
+
+// kept hands the events on when enough are held and a Flush is set.
+func (d *Decoder) kept() {
+	if d.Flush != nil && len(d.Events) >= flushEvents {
+		d.Flush(d.Events)
+		d.Events = d.Events[:0]
+	}
 }
 
 // Inflate undoes a delivery's Content-Encoding: gzip, refusing more than max bytes; the result
@@ -133,6 +161,7 @@ func (d *Decoder) nativeEvent(b []byte) Reason {
 		d.Events = d.Events[:len(d.Events)-1]
 		return RecordNotAudit
 	}
+	d.kept()
 	return RecordDecoded
 }
 
@@ -144,6 +173,7 @@ func (d *Decoder) logEntry(b []byte) Reason {
 	d.Events = append(d.Events, decode.Event{})
 	err := d.entries.Decode(b, &d.Events[len(d.Events)-1])
 	if err == nil {
+		d.kept()
 		return RecordDecoded
 	}
 	d.Events = d.Events[:len(d.Events)-1]

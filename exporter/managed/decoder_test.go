@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopwatch/loopwatch/exporter/decode"
 	"github.com/loopwatch/loopwatch/exporter/managed/forms"
 )
 
@@ -203,5 +204,32 @@ func TestDecodingDeliveriesAllocatesNothing(t *testing.T) {
 				t.Errorf("%v allocations per delivery, want 0", n)
 			}
 		})
+	}
+}
+
+func TestADeliveryIsBoundedInWorkAndHeldEvents(t *testing.T) {
+	ev := nativeLine(1, "system:serviceaccount:ns:ctl", "ctl-0", 200)
+	var msgs []string
+	for range 2500 {
+		msgs = append(msgs, ev)
+	}
+	record := gz(payload("kube-apiserver-audit-0", msgs...))
+	d := NewDecoder(Limits{MaxDeliveryBytes: 3 * len(payload("kube-apiserver-audit-0", msgs...)) / 2})
+	flushed, most := 0, 0
+	d.Flush = func(evs []decode.Event) { flushed += len(evs); most = max(most, len(evs)) }
+	if _, err := d.Firehose(firehoseBody(record, record, record)); err != nil {
+		t.Fatal(err)
+	}
+	// The second record passes the delivery's inflating budget: it and the third are refused.
+	if got := flushed + len(d.Events); got != 2500 || most > 1000 || d.Tally != (Tally{RecordDecoded: 2500, RecordTooLarge: 2}) {
+		t.Errorf("%d events handed on (at most %d at once), tally %v; want 2500 in chunks of 1000, two records too large", got, most, d.Tally)
+	}
+	// A body whose envelope is refused hands nothing on, even when its records come first.
+	flushed = 0
+	d.Reset()
+	body := firehoseBody(record)
+	body = append(body[:len(body)-1], []byte(`,"records":5}`)...)
+	if _, err := d.Firehose(body); !errors.Is(err, ErrEnvelope) || flushed != 0 {
+		t.Errorf("error %v, %d events handed on; want ErrEnvelope and none", err, flushed)
 	}
 }

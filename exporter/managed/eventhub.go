@@ -128,7 +128,9 @@ func NewEventHubReader(cfg EventHubConfig, sink Sink, m *Metrics) (*EventHubRead
 		return nil, fmt.Errorf("event hub: kafka client: %w", err)
 	}
 	m.Init(SourceEventHub, DeliveryMalformed, DeliveryTooLarge, DeliveryFetchError, DeliveryConnectError)
-	return &EventHubReader{cfg: cfg, client: client, sink: sink, metrics: m, dec: NewDecoder(cfg.Limits), log: cfg.Logger}, nil
+	dec := NewDecoder(cfg.Limits)
+	dec.Flush = sink.ObserveEvents
+	return &EventHubReader{cfg: cfg, client: client, sink: sink, metrics: m, dec: dec, log: cfg.Logger}, nil
 }
 
 // Run consumes until ctx is done, then commits what was handed on and closes the client. It first

@@ -2,6 +2,7 @@ package managed
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 )
 
@@ -30,6 +31,11 @@ type FirehoseRequest struct {
 func (d *Decoder) Firehose(body []byte) (FirehoseRequest, error) {
 	var req FirehoseRequest
 	w := &d.outer
+	// The envelope is checked whole before any record is read, so that nothing is handed on
+	// (Flush) from a request that is refused.
+	if err := d.checkFirehose(body); err != nil {
+		return req, fmt.Errorf("%w: firehose request: %w", ErrEnvelope, err)
+	}
 	w.Reset(body)
 	seenID, seenRecords := false, false
 	err := w.Object(func(key []byte) error {
@@ -80,6 +86,47 @@ func (d *Decoder) Firehose(body []byte) (FirehoseRequest, error) {
 	return req, nil
 }
 
+// errFirehose describes a body that is not a Firehose request.
+var errFirehose = errors.New("want {requestId, timestamp, records: [{data: string}]}")
+
+// checkFirehose checks a request's envelope: valid JSON, a requestId, records an array of
+// objects whose data are strings.
+func (d *Decoder) checkFirehose(body []byte) error {
+	w := &d.outer
+	w.Reset(body)
+	seenID, seenRecords := false, false
+	err := w.Object(func(key []byte) error {
+		switch string(key) {
+		case "requestId":
+			seenID = w.Peek() == '"'
+		case "records":
+			seenRecords = w.Peek() == '['
+			if !seenRecords {
+				return errFirehose
+			}
+			return w.Array(func() error {
+				if w.Peek() != '{' {
+					return errFirehose
+				}
+				return w.Object(func(key []byte) error {
+					if string(key) == "data" && w.Peek() != '"' {
+						return errFirehose
+					}
+					return w.Skip()
+				})
+			})
+		}
+		return w.Skip()
+	})
+	if err == nil {
+		err = w.End()
+	}
+	if err == nil && (!seenID || !seenRecords) {
+		err = errFirehose
+	}
+	return err
+}
+
 // firehoseRecord undoes a record's base64 and gzip and reads what is inside.
 func (d *Decoder) firehoseRecord(data []byte) {
 	b, err := unbase64(d.b64, data, d.limits.MaxRecordBytes)
@@ -89,10 +136,16 @@ func (d *Decoder) firehoseRecord(data []byte) {
 		return
 	}
 	if isGzip(b) {
-		if b, err = d.gz.gunzip(b, d.limits.MaxRecordBytes); err != nil {
+		budget := min(d.limits.MaxRecordBytes, d.limits.MaxDeliveryBytes-d.inflated)
+		if budget <= 0 {
+			d.count(RecordTooLarge)
+			return
+		}
+		if b, err = d.gz.gunzip(b, budget); err != nil {
 			d.count(reasonOf(err))
 			return
 		}
+		d.inflated += len(b)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		d.count(RecordMalformed)
