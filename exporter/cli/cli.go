@@ -141,6 +141,7 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		ecfg.Tracker, ecfg.Registerer, ecfg.Logger = *tcfg, reg, log
+		srv.Firehose, srv.PubSub = m.firehose(), m.pubSub()
 		bound, err := exporter.MemoryBound(*ecfg, *srv)
 		if err != nil {
 			return err
@@ -151,13 +152,12 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 			runtimedebug.SetMemoryLimit(bound.Total())
 		}
 		log.Info("Memory bound", "dedupe", bound.Dedupe, "tracker", bound.Tracker, "bodies", bound.Bodies,
-			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "total", bound.Total())
+			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "sources", bound.Sources, "total", bound.Total())
 		e, err := exporter.New(*ecfg)
 		if err != nil {
 			return err
 		}
 		srv.Gatherer, srv.Logger = reg, log
-		srv.Firehose, srv.PubSub = m.firehose(), m.pubSub()
 		reader, err := m.eventHub(e, ecfg.MaxValueBytes, log)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
 )
@@ -35,11 +36,12 @@ type Limits struct {
 	MaxDeliveryBytes int
 }
 
-// Defaults: a Firehose record holds at most 1000 KiB, a CloudWatch Logs event 256 KB, a Pub/Sub
-// message 10 MB, an Event Hubs event 1 MB (Premium and Dedicated tiers: 20 MB); the API server
-// truncates events at 100 KiB when truncation is on. A CloudWatch payload inflates about tenfold.
+// Defaults: a Firehose record holds at most 1000 KiB (a CloudWatch payload inflates about
+// eightfold), a CloudWatch Logs event 256 KB, a Pub/Sub message 10 MB (a GKE entry at Metadata
+// level a few KB), an Event Hubs event 1 MB (Premium and Dedicated tiers: 20 MB); the API server
+// truncates events at 100 KiB when truncation is on.
 const (
-	DefaultMaxRecordBytes = 16 << 20
+	DefaultMaxRecordBytes = 8 << 20
 	DefaultMaxEventBytes  = 4 << 20
 	// DefaultMaxDeliveryBytes lets a 16 MiB Firehose request of gzip'd records inflate about
 	// sixteenfold (CloudWatch payloads compress about tenfold).
@@ -184,4 +186,19 @@ func (d *Decoder) logEntry(b []byte) Reason {
 		return RecordUnmappable
 	}
 	return RecordMalformed
+}
+
+// MemoryBound is the most memory a decoder holds after reading deliveries of up to
+// maxDeliveryBytes with these limits, whatever their content: its two event decoders (each a
+// decode.MemoryBound for a record), the buffers base64 and gzip are undone into (a record each,
+// and a delivery for the Content-Encoding layer), the copy of a message or a push's data, the
+// walkers' scratch (a delivery, a record and a record), and events up to twice the flush size.
+func MemoryBound(l Limits, maxDeliveryBytes int64) int64 {
+	l = l.withDefaults()
+	record := int64(l.MaxRecordBytes)
+	limits := decode.Limits{MaxValueBytes: l.MaxValueBytes, MaxEvents: l.MaxEvents}
+	return 2*decode.MemoryBound(0, limits, record) + // native and log entry decoders
+		3*record + maxDeliveryBytes + // b64, gz, msg; the body inflater
+		maxDeliveryBytes + 2*record + // walkers' scratch: outer, inner, list
+		2*flushEvents*int64(unsafe.Sizeof(decode.Event{}))
 }
