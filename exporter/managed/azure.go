@@ -3,6 +3,8 @@ package managed
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/loopwatch/loopwatch/exporter/decode"
 )
 
 // AKS hands out the API server's audit events as Azure Monitor resource logs (diagnostic setting
@@ -24,12 +26,12 @@ func isAuditCategory(c []byte) bool {
 // EventHubBody reads an Event Hub event body of Azure resource logs, appending its events to
 // d.Events and counting its records. An error wrapping ErrEnvelope means the body is not one.
 func (d *Decoder) EventHubBody(body []byte) error {
+	// An event body is bounded (1 MB on Standard): its events are handed on after it is read
+	// whole, so that nothing is handed on from a body refused half-way.
+	flush := d.Flush
+	d.Flush = nil
+	defer func() { d.Flush = flush }()
 	w := &d.outer
-	// The envelope is checked whole first: nothing is handed on from a body that is refused.
-	w.Reset(body)
-	if err := w.Skip(); err != nil {
-		return fmt.Errorf("%w: event hub body: %w", ErrEnvelope, err)
-	}
 	w.Reset(body)
 	seen := false
 	err := w.Object(func(key []byte) error {
@@ -37,13 +39,7 @@ func (d *Decoder) EventHubBody(body []byte) error {
 			return w.Skip()
 		}
 		seen = true
-		return w.Array(func() error {
-			v, err := w.Value()
-			if err == nil {
-				d.AzureRecord(v)
-			}
-			return err
-		})
+		return w.Array(func() error { return d.azureRecord(w) })
 	})
 	if err == nil {
 		err = w.End()
@@ -54,14 +50,33 @@ func (d *Decoder) EventHubBody(body []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: event hub body: %w", ErrEnvelope, err)
 	}
+	if flush != nil && len(d.Events) >= flushEvents {
+		flush(d.Events)
+		d.Events = d.Events[:0]
+	}
 	return nil
 }
 
-// AzureRecord reads one resource-log record: an element of an Event Hub body, or a line of a
-// storage account's PT1H.json.
+// AzureRecord reads one resource-log record: a line of a storage account's PT1H.json.
 func (d *Decoder) AzureRecord(rec []byte) {
 	w := &d.inner
 	w.Reset(rec)
+	if w.Skip() != nil || w.End() != nil {
+		d.count(RecordMalformed)
+		return
+	}
+	w.Reset(rec)
+	_ = d.azureRecord(w) // checked above: it reads the whole line
+}
+
+// azureRecord reads the record at the walker's position (an element of an Event Hub body, or a
+// whole PT1H.json line) and counts it. It returns the walker's error: the enclosing document is
+// then not JSON.
+func (d *Decoder) azureRecord(w *decode.Walker) error {
+	if w.Peek() != '{' {
+		d.count(RecordMalformed)
+		return w.Skip()
+	}
 	category := byte(0) // 0 none, 'a' audit, 'o' other
 	var log []byte
 	hasLog := false
@@ -75,6 +90,9 @@ func (d *Decoder) AzureRecord(rec []byte) {
 			}
 			return err
 		case "properties":
+			if w.Peek() != '{' {
+				return w.Skip()
+			}
 			return w.Object(func(key []byte) error {
 				if string(key) != "log" {
 					return w.Skip()
@@ -88,9 +106,6 @@ func (d *Decoder) AzureRecord(rec []byte) {
 		}
 		return w.Skip()
 	})
-	if err == nil {
-		err = w.End()
-	}
 	switch {
 	case err != nil || category == 0:
 		d.count(RecordMalformed)
@@ -101,4 +116,5 @@ func (d *Decoder) AzureRecord(rec []byte) {
 	default:
 		d.count(d.nativeEvent(log))
 	}
+	return err
 }

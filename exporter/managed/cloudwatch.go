@@ -3,6 +3,8 @@ package managed
 import (
 	"bytes"
 	"errors"
+
+	"github.com/loopwatch/loopwatch/exporter/decode"
 )
 
 // EKS writes the API server's audit log to CloudWatch Logs: log group /aws/eks/<cluster>/cluster,
@@ -44,12 +46,14 @@ func (d *Decoder) cloudWatchRecord(b []byte) {
 	}
 }
 
-// cloudWatchPayload reads a CloudWatch Logs subscription payload.
+// cloudWatchPayload reads a CloudWatch Logs subscription payload. CloudWatch writes messageType
+// and logStream before logEvents: then the log events are read where they stand; in any other
+// order they are read once the whole payload has been.
 func (d *Decoder) cloudWatchPayload(b []byte) error {
 	w := &d.inner
 	w.Reset(b)
 	var typ byte // 'D' data, 'C' control
-	audit := false
+	audit, seenStream, done := false, false, false
 	var logEvents []byte
 	err := w.Object(func(key []byte) error {
 		switch string(key) {
@@ -64,9 +68,13 @@ func (d *Decoder) cloudWatchPayload(b []byte) error {
 			return err
 		case "logStream":
 			s, err := w.String()
-			audit = bytes.HasPrefix(s, []byte(auditStreamPrefix))
+			audit, seenStream = bytes.HasPrefix(s, []byte(auditStreamPrefix)), true
 			return err
 		case "logEvents":
+			if typ == 'D' && seenStream && !done {
+				done = true
+				return d.logEvents(w, audit)
+			}
 			v, err := w.Value()
 			logEvents = v
 			return err
@@ -82,18 +90,25 @@ func (d *Decoder) cloudWatchPayload(b []byte) error {
 	case typ == 'C':
 		d.count(RecordControl)
 		return nil
-	case typ != 'D' || logEvents == nil:
+	case typ != 'D' || logEvents == nil && !done:
 		return errPayload
+	case done:
+		return nil
 	}
 	l := &d.list
 	l.Reset(logEvents)
-	return l.Array(func() error {
+	return d.logEvents(l, audit)
+}
+
+// logEvents reads the array of log events at the walker's position, counting each.
+func (d *Decoder) logEvents(w *decode.Walker, audit bool) error {
+	return w.Array(func() error {
 		reason := RecordNotAudit
-		err := l.Object(func(key []byte) error {
+		err := w.Object(func(key []byte) error {
 			if string(key) != "message" {
-				return l.Skip()
+				return w.Skip()
 			}
-			msg, err := l.String()
+			msg, err := w.String()
 			if err == nil && audit {
 				reason = d.cloudWatchMessage(msg)
 			}
@@ -103,7 +118,7 @@ func (d *Decoder) cloudWatchPayload(b []byte) error {
 			reason = RecordMalformed
 		}
 		d.count(reason)
-		return nil
+		return err
 	})
 }
 
