@@ -3,6 +3,7 @@ package exporter
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -351,12 +352,20 @@ func TestManagedSourcesOnTLS(t *testing.T) {
 			}
 		}
 		for i, body := range bodies {
+			var req struct{ RequestID string }
+			_ = json.Unmarshal(body, &req)
+			h := map[string]string{
+				"X-Amz-Firehose-Access-Key": "firehose-access-key-123", "X-Amz-Firehose-Request-Id": req.RequestID, "X-Amz-Firehose-Protocol-Version": "1.0",
+			}
+			if i%2 == 1 { // the stream's GZIP content encoding
+				var zb bytes.Buffer
+				zw := gzip.NewWriter(&zb)
+				_, _ = zw.Write(body)
+				_ = zw.Close()
+				body, h["Content-Encoding"] = zb.Bytes(), "gzip"
+			}
 			for attempt := range 2 { // a retry reuses the request ID
-				var req struct{ RequestID string }
-				_ = json.Unmarshal(body, &req)
-				status, resp := post(t, c, url, body, map[string]string{
-					"X-Amz-Firehose-Access-Key": "firehose-access-key-123", "X-Amz-Firehose-Request-Id": req.RequestID, "X-Amz-Firehose-Protocol-Version": "1.0",
-				})
+				status, resp := post(t, c, url, body, h)
 				var answer map[string]any
 				if err := json.Unmarshal(resp, &answer); err != nil || status != http.StatusOK || answer["requestId"] != req.RequestID || answer["timestamp"] == nil || len(answer) != 2 {
 					t.Fatalf("request %d attempt %d: answered %d %s, want 200 {requestId, timestamp}", i, attempt, status, resp)
