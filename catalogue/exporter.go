@@ -42,13 +42,13 @@ var (
 var (
 	AuditFightHandoffs = Metric{
 		Name: "loopwatch_audit_fight_handoffs", Type: Gauge, Source: SourceExporter,
-		Help:   "Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window. Capped set, expires after the offender TTL.",
-		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, "actor_a", "actor_b"},
+		Help:   "Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.",
+		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, "actor_a", "actor_b", LabelFieldManager + "_a", LabelFieldManager + "_b", LabelMutatingWebhook},
 	}
 	AuditHotObjectWritesPerSecond = Metric{
 		Name: "loopwatch_audit_hot_object_writes_per_second", Type: Gauge, Source: SourceExporter,
-		Help:   "Write rate of a hot object: one actor rewriting one object faster than the threshold. Capped set, expires after the offender TTL.",
-		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, LabelActor},
+		Help:   "Write rate of a hot object: one actor rewriting one object faster than the threshold, with the field manager it writes under and the mutating admission webhook that changed its writes (if one did). Capped set, expires after the offender TTL.",
+		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, LabelActor, LabelFieldManager, LabelMutatingWebhook},
 	}
 	AuditReplicaRacePods = Metric{
 		Name: "loopwatch_audit_replica_race_pods", Type: Gauge, Source: SourceExporter,

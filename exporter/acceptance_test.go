@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +45,9 @@ type exporterProcess struct {
 	url  string
 	pki  *testPKI
 	logs *bytes.Buffer
+	// http is one client for all the scenario's requests, so that polling does not open a
+	// connection each time (the exporter closes connections beyond its limit).
+	http *http.Client
 }
 
 func startExporterProcess(t *testing.T, bin string, extra ...string) *exporterProcess {
@@ -56,6 +60,8 @@ func startExporterProcess(t *testing.T, bin string, extra ...string) *exporterPr
 	args := append([]string{"exporter", "--listen-address=" + addr, "--tls-cert-file=" + pki.certFile,
 		"--tls-key-file=" + pki.keyFile, "--client-ca-file=" + pki.caFile}, extra...)
 	p := &exporterProcess{cmd: exec.Command(bin, args...), url: "https://" + addr, pki: pki, logs: &bytes.Buffer{}}
+	p.http = (&testServer{pki: pki}).client(&pki.client)
+	p.http.Timeout = time.Minute
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -101,11 +107,7 @@ func (p *exporterProcess) peakRSS(t *testing.T) int64 {
 	return 0
 }
 
-func (p *exporterProcess) client() *http.Client {
-	c := (&testServer{pki: p.pki}).client(&p.pki.client)
-	c.Timeout = time.Minute
-	return c
-}
+func (p *exporterProcess) client() *http.Client { return p.http }
 
 // metrics scrapes /metrics with the webhook's client certificate.
 func (p *exporterProcess) metrics(t *testing.T) string {
@@ -305,6 +307,33 @@ func TestAcceptanceOnTheBinary(t *testing.T) {
 		t.Logf("MEASURED %.1f MiB batch: answered %d, too_large refusals %v", float64(len(body))/(1<<20), resp.StatusCode, tooLarge)
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || tooLarge != 1 {
 			t.Fatal("over the acceptance line")
+		}
+	})
+
+	t.Run("SIGTERM with slow uploads in flight exits 0 within the grace period", func(t *testing.T) {
+		p := startExporterProcess(t, bin, "--shutdown-timeout=10s")
+		ts := &testServer{pki: p.pki, url: p.url}
+		stop := make(chan struct{})
+		defer close(stop)
+		for range 3 {
+			go func() {
+				req, _ := http.NewRequest(http.MethodPost, p.url+WebhookPath, dribble{every: 200 * time.Millisecond, stop: stop})
+				req.Header.Set("Content-Type", "application/json")
+				if resp, err := ts.h2Client().Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+		}
+		time.Sleep(500 * time.Millisecond)
+		start := time.Now()
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		err := p.cmd.Wait()
+		d := time.Since(start)
+		t.Logf("MEASURED SIGTERM with 3 slow uploads in flight: exited %v after %s (grace period 10s)", p.cmd.ProcessState.ExitCode(), d.Round(time.Millisecond))
+		if err != nil || d > 10*time.Second {
+			t.Fatalf("exit: %v after %s", err, d)
 		}
 	})
 

@@ -48,9 +48,9 @@ loopwatch_audit_events_total{outcome="counted"} 8
 loopwatch_audit_events_total{outcome="duplicate"} 0
 loopwatch_audit_events_total{outcome="ignored_stage"} 1
 loopwatch_audit_events_total{outcome="unattributable"} 0
-# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window. Capped set, expires after the offender TTL.
+# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.
 # TYPE loopwatch_audit_fight_handoffs gauge
-loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",group="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
+loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",field_manager_a="test",field_manager_b="test",group="",mutating_webhook="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
 # HELP loopwatch_audit_handoffs_total Successful writes to an object whose previous successful write was by another actor, by previous actor (from_actor), writing actor (to_actor), API group and resource. Reciprocal series (A->B and B->A both rising) are a fight.
 # TYPE loopwatch_audit_handoffs_total counter
 loopwatch_audit_handoffs_total{from_actor="system:serviceaccount:default:sa-a",group="",resource="serviceaccounts",to_actor="system:serviceaccount:default:sa-b"} 3
@@ -269,5 +269,36 @@ func TestExporterCountsInitialListsOfWatchListClients(t *testing.T) {
 `, m.Name, m.Help, m.Name, m.Name, lister, m.Name, relister)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), m.Name); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadmeStatesTheMemoryBound: the Bounds table's default column is what MemoryBound computes
+// for the default configuration.
+func TestReadmeStatesTheMemoryBound(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MemoryBound(Config{}, ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part, bytes := range map[string]int64{
+		"| dedupe |": m.Dedupe, "| tracker |": m.Tracker, "| bodies |": m.Bodies, "| decoders |": m.Decoders,
+		"| series |": m.Series, "| connections |": m.Connections, "| **total** |": m.Total(),
+	} {
+		want := fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20))
+		found := false
+		for _, line := range strings.Split(string(readme), "\n") {
+			if strings.HasPrefix(line, part) {
+				found = true
+				if !strings.Contains(line, want) {
+					t.Errorf("README's %s row does not state %s: %s", part, want, line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("README has no %s row in its Bounds table", part)
+		}
 	}
 }

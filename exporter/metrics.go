@@ -328,12 +328,12 @@ func (c *trackerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range t.Fights() {
 		o := f.Object
 		ch <- prometheus.MustNewConstMetric(fightDesc, prometheus.GaugeValue, float64(f.Handoffs),
-			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, f.ActorA, f.ActorB)
+			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, f.ActorA, f.ActorB, f.FieldManagerA, f.FieldManagerB, f.MutatingWebhook)
 	}
 	for _, h := range t.HotObjects() {
 		o := h.Object
 		ch <- prometheus.MustNewConstMetric(hotDesc, prometheus.GaugeValue, h.WritesPerSecond(),
-			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, h.Actor)
+			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, h.Actor, h.FieldManager, h.MutatingWebhook)
 	}
 	for _, r := range t.Races() {
 		o := r.Object

@@ -46,18 +46,28 @@ var WriteFight = &Alert{
 		{Key: "threshold", Default: 4, Check: positive,
 			Doc: "Handoffs between the same two actors on one object within the exporter's fight window at which the alert fires."},
 	},
-	Level: levelAuditObject.with("actor_a", "actor_b"),
+	Level: levelAuditObject.with("actor_a", "actor_b", "mutating_webhook"),
 	Expr: func(e *exprEnv) string {
-		return maxBy(levelAuditObject.with("actor_a", "actor_b"), sel("loopwatch_audit_fight_handoffs", e.Selector("exporter"))) + " >= " + e.P("threshold")
+		return maxBy(levelAuditObject.with("actor_a", "actor_b", "mutating_webhook"), sel("loopwatch_audit_fight_handoffs", e.Selector("exporter"))) + " >= " + e.P("threshold")
 	},
 	Summary:     "Two actors keep overwriting each other's writes to one object.",
-	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field. Find which field both set: kubectl get --show-managed-fields, and the writes-by-actor panel.",
+	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
 	Panel:       PanelRef{"audit", "Active fights"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
-		return offenderCases(c, "loopwatch_audit_fight_handoffs", math.Ceil(th), math.Ceil(th)-1, offender(c, "actor_a", rivalActor, "actor_b", operatorActor))
+		cases := offenderCases(c, "loopwatch_audit_fight_handoffs", math.Ceil(th), math.Ceil(th)-1,
+			offender(c, "actor_a", rivalActor, "actor_b", operatorActor, "field_manager_a", "tier-controller", "field_manager_b", "backup-operator"))
+		l := offender(c, "actor_a", rivalActor, "actor_b", operatorActor, "field_manager_a", "tier-controller", "field_manager_b", "backup-operator", "mutating_webhook", webhookName)
+		return append(cases, Case{
+			Name:   "names the mutating webhook that rewrites one actor's writes",
+			Series: []*Series{Gauge("loopwatch_audit_fight_handoffs", l, math.Ceil(th)).From(incidentAt)},
+			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(math.Ceil(th))},
+		})
 	},
 }
+
+// webhookName is the mutating admission webhook of the audit cases.
+const webhookName = "tier-defaults/tier.defaults.example.com"
 
 // HotObject fires when one actor rewrites one object at a high rate: a controller that writes on
 // every reconcile (a timestamp, a status that always changes) re-triggers itself.
@@ -68,16 +78,22 @@ var HotObject = &Alert{
 		{Key: "threshold", Default: 0.25, Check: positive,
 			Doc: "Writes per second by one actor to one object above which the alert fires."},
 	},
-	Level: levelAuditObject.with("actor"),
+	Level: levelAuditObject.with("actor", "mutating_webhook"),
 	Expr: func(e *exprEnv) string {
-		return maxBy(levelAuditObject.with("actor"), sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"))) + " > " + e.P("threshold")
+		return maxBy(levelAuditObject.with("actor", "mutating_webhook"), sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"))) + " > " + e.P("threshold")
 	},
 	Summary:     "One actor rewrites one object at a high rate.",
-	Description: "{{ $labels.actor }} writes " + whereObject + " {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.",
+	Description: "{{ $labels.actor }} writes " + whereObject + " {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
 	Panel:       PanelRef{"audit", "Hot objects"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
-		return offenderCases(c, "loopwatch_audit_hot_object_writes_per_second", th*above, th/2, offender(c, "actor", operatorActor))
+		cases := offenderCases(c, "loopwatch_audit_hot_object_writes_per_second", th*above, th/2, offender(c, "actor", operatorActor, "field_manager", "backup-operator"))
+		l := offender(c, "actor", operatorActor, "field_manager", "backup-operator", "mutating_webhook", webhookName)
+		return append(cases, Case{
+			Name:   "names the mutating webhook the actor loops with",
+			Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", l, th*above).From(incidentAt)},
+			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(th * above)},
+		})
 	},
 }
 

@@ -43,8 +43,8 @@ func (b *builder) auditDashboard() Dashboard {
 					expr:    sumByLabels([]string{"from_actor", "to_actor", "resource"}, "increase("+sel("loopwatch_audit_handoffs_total", ex, cluster)+"[$__range])"),
 					instant: true,
 				}}},
-			table("Active fights", "Objects written alternately by two actors at least N times within the fight window (value: handoffs).", "loopwatch_audit_fight_handoffs", "actor_a", "actor_b"),
-			table("Hot objects", "One actor rewriting one object faster than the threshold (value: writes per second).", "loopwatch_audit_hot_object_writes_per_second", "actor"),
+			table("Active fights", "Objects written alternately by two actors at least N times within the fight window (value: handoffs), with the field manager each writes under and the mutating admission webhook that changed their writes, when one did.", "loopwatch_audit_fight_handoffs", "actor_a", "actor_b", "field_manager_a", "field_manager_b", "mutating_webhook"),
+			table("Hot objects", "One actor rewriting one object faster than the threshold (value: writes per second), with the field manager it writes under and the mutating admission webhook that changed its writes, when one did.", "loopwatch_audit_hot_object_writes_per_second", "actor", "field_manager", "mutating_webhook"),
 			table("Replica races", "Objects written by several pods of one actor within the race window (value: pods).", "loopwatch_audit_replica_race_pods", "actor"),
 		}},
 		{title: "A controller's own view next to the audit log", panels: []panelSpec{

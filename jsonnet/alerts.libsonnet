@@ -213,22 +213,22 @@
         rules: [
           {
             alert: "LoopwatchWriteFight",
-            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor_a, actor_b) (loopwatch_audit_fight_handoffs{%(exporterSelector)s}) >= %(writeFightThreshold)g" % $._config,
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor_a, actor_b, mutating_webhook) (loopwatch_audit_fight_handoffs{%(exporterSelector)s}) >= %(writeFightThreshold)g" % $._config,
             [if "%(writeFightFor)s" % $._config != '0s' then 'for']: "%(writeFightFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field. Find which field both set: kubectl get --show-managed-fields, and the writes-by-actor panel.",
+              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
               runbook_url: "%(runbookBaseURL)sLoopwatchWriteFight.md" % $._config,
               summary: "Two actors keep overwriting each other's writes to one object.",
             },
           },
           {
             alert: "LoopwatchHotObject",
-            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s}) > %(hotObjectThreshold)g" % $._config,
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor, mutating_webhook) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s}) > %(hotObjectThreshold)g" % $._config,
             [if "%(hotObjectFor)s" % $._config != '0s' then 'for']: "%(hotObjectFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.",
+              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotObject.md" % $._config,
               summary: "One actor rewrites one object at a high rate.",
             },

@@ -212,3 +212,17 @@ func TestAnalyzeCountsWatchListRelists(t *testing.T) {
 		t.Fatalf("readers %+v, want %+v", rep.TopReaders, want)
 	}
 }
+
+// TestAnalyzeReportsAnEventListWithForeignItems: a webhook body whose items are not all audit
+// events is reported by line; its audit events are still counted.
+func TestAnalyzeReportsAnEventListWithForeignItems(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "batch-03.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := bytes.Replace(bytes.TrimSpace(b), []byte(`"items":[`), []byte(`"items":[{"insertId":"x","protoPayload":{}},`), 1)
+	rep := analyzeBytes(t, append(append([]byte("\n"), line...), '\n'))
+	if rep.Events != 4 || rep.Skipped.NotAuditEvents != 1 || fmt.Sprint(rep.Skipped.FirstLines) != "[2]" {
+		t.Fatalf("%d events, skipped %+v; want 4 events and line 2 reported", rep.Events, rep.Skipped)
+	}
+}

@@ -45,6 +45,25 @@ func sortedCounts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
+// withManager renders an actor with the field manager it writes under.
+func withManager(actor, manager string) string {
+	if manager == "" {
+		return actor
+	}
+	return actor + " [" + manager + "]"
+}
+
+// webhook renders the mutating webhook that changed an offender's writes (and whose), or "-".
+func webhook(name, actor string) string {
+	switch {
+	case name == "":
+		return "-"
+	case actor == "":
+		return name
+	}
+	return name + " (writes of " + actor + ")"
+}
+
 // WriteText writes the report for a human reader.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -87,20 +106,22 @@ func (r *Report) WriteText(w io.Writer) error {
 		p("Skipped lines: %s (first: line %s%s)\n", strings.Join(why, ", "), strings.Join(lines, ", "), more)
 	}
 
-	p("\nFights (%d): one object written alternately by two actors\n", len(r.Fights))
+	p("\nFights (%d): one object written alternately by two actors (field managers in brackets)\n", len(r.Fights))
 	if len(r.Fights) > 0 {
-		p("  OBJECT\tACTOR A\tACTOR B\tHANDOFFS\tSPAN\n")
+		p("  OBJECT\tACTOR A\tACTOR B\tHANDOFFS\tSPAN\tMUTATING WEBHOOK\n")
 	}
 	for _, f := range r.Fights {
-		p("  %s\t%s\t%s\t%d\t%s\n", f.Object, f.ActorA, f.ActorB, f.Handoffs, span(f.First, f.Last))
+		p("  %s\t%s\t%s\t%d\t%s\t%s\n", f.Object, withManager(f.ActorA, f.FieldManagerA), withManager(f.ActorB, f.FieldManagerB),
+			f.Handoffs, span(f.First, f.Last), webhook(f.MutatingWebhook, f.MutatedActor))
 	}
 
-	p("\nHot objects (%d): one actor rewriting one object faster than the threshold\n", len(r.HotObjects))
+	p("\nHot objects (%d): one actor rewriting one object faster than the threshold (field manager in brackets)\n", len(r.HotObjects))
 	if len(r.HotObjects) > 0 {
-		p("  OBJECT\tACTOR\tWRITES\tWRITES/S\tSPAN\n")
+		p("  OBJECT\tACTOR\tWRITES\tWRITES/S\tSPAN\tMUTATING WEBHOOK\n")
 	}
 	for _, h := range r.HotObjects {
-		p("  %s\t%s\t%d\t%.1f\t%s\n", h.Object, h.Actor, h.Writes, h.WritesPerSecond(), span(h.First, h.Last))
+		p("  %s\t%s\t%d\t%.1f\t%s\t%s\n", h.Object, withManager(h.Actor, h.FieldManager), h.Writes, h.WritesPerSecond(),
+			span(h.First, h.Last), webhook(h.MutatingWebhook, ""))
 	}
 
 	p("\nReplica races (%d): one object written by several pods of one actor\n", len(r.Races))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestAnalyzeCommandWritesTheGoldenReport(t *testing.T) {
@@ -140,4 +142,20 @@ func TestExporterCommandIngestsAFileAndServesMetrics(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("webhook without credentials answered %d, want 404 (not served)", resp.StatusCode)
 	}
+}
+
+// TestReadmeNamesEveryExporterFlag: the exporter README's Flags table lists every flag of the
+// command.
+func TestReadmeNamesEveryExporterFlag(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Flags")
+	section, _, _ = strings.Cut(section, "\n## ")
+	NewExporterCommand().Flags().VisitAll(func(f *pflag.Flag) {
+		if !strings.Contains(section, "`--"+f.Name+"`") {
+			t.Errorf("README's Flags section does not name --%s", f.Name)
+		}
+	})
 }

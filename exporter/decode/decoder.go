@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"errors"
 	"hash/maphash"
 	"strconv"
@@ -356,6 +357,8 @@ func (d *Decoder) entries(ev *Event, sch *schema) error {
 			err = s.skip()
 		case e.kind == kindFirstString:
 			err = d.firstString(e.str(ev), e.slot)
+		case e.needle != "":
+			err = d.stringContaining(ev, e)
 		default: // a fresh string: null leaves it empty
 			*e.str(ev) = ""
 			err = d.string(e.str(ev), e.slot)
@@ -363,6 +366,28 @@ func (d *Decoder) entries(ev *Event, sch *schema) error {
 		if err != nil {
 			return err
 		}
+	}
+}
+
+// stringContaining reads a map entry's string value into e's field when it contains e's needle;
+// any other value (null included) leaves the field as it is.
+func (d *Decoder) stringContaining(ev *Event, e *member) error {
+	s := &d.s
+	if null, err := s.isNull(); null || err != nil {
+		return err
+	}
+	b, err := s.str()
+	if err != nil {
+		return err
+	}
+	d.keepContaining(ev, e, b)
+	return nil
+}
+
+// keepContaining keeps b in e's field when it contains e's needle.
+func (d *Decoder) keepContaining(ev *Event, e *member, b []byte) {
+	if bytes.Contains(b, []byte(e.needle)) {
+		*e.str(ev) = d.internAt(e.slot, b)
 	}
 }
 

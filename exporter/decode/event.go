@@ -7,7 +7,9 @@
 package decode
 
 import (
+	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -18,6 +20,11 @@ const (
 	StageResponseComplete = "ResponseComplete"
 	StagePanic            = "Panic"
 )
+
+// MutationAnnotationPrefix starts the audit annotations the API server adds for each mutating
+// admission webhook it calls on a write, "…round_<r>_index_<i>", whose value is the JSON of
+// MutatingWebhook.
+const MutationAnnotationPrefix = "mutation.webhook.admission.k8s.io/"
 
 // PodNameExtraKey is the user.extra key under which a bound service-account token names its pod.
 const PodNameExtraKey = "authentication.kubernetes.io/pod-name"
@@ -48,6 +55,10 @@ type Event struct {
 	FieldManager string
 	// SendInitialEvents is the sendInitialEvents query parameter of requestURI.
 	SendInitialEvents string
+	// MutatingWebhook is the value of the last mutation.webhook.admission.k8s.io/round_*
+	// annotation that says the webhook changed the object: {"configuration":…,"webhook":…,
+	// "mutated":true} (see ParseMutatingWebhook); "" when no webhook changed it.
+	MutatingWebhook string
 
 	APIGroup    string
 	Resource    string
@@ -82,6 +93,30 @@ func (e *Event) When() time.Time {
 // to attribute and is rejected before it costs a deduplication or tracking step.
 func (e *Event) Attributable() bool {
 	return e.Counts() && e.Verb != "" && (e.Username != "" || e.ImpersonatedUsername != "")
+}
+
+// Manager is the field manager the write is recorded under: the fieldManager query parameter,
+// else what the API server derives from the user agent (its part before the first '/').
+func (e *Event) Manager() string {
+	if e.FieldManager != "" {
+		return e.FieldManager
+	}
+	m, _, _ := strings.Cut(e.UserAgent, "/")
+	return m
+}
+
+// ParseMutatingWebhook names the webhook of a MutatingWebhook value as
+// "<configuration>/<webhook>", the names of the MutatingWebhookConfiguration and of its webhook;
+// a value it cannot read (a shortened one, see Shorten) is returned as it is.
+func ParseMutatingWebhook(value string) string {
+	if value == "" {
+		return ""
+	}
+	var a struct{ Configuration, Webhook string }
+	if err := json.Unmarshal([]byte(value), &a); err != nil || a.Webhook == "" {
+		return value
+	}
+	return a.Configuration + "/" + a.Webhook
 }
 
 // Actor is who the write is attributed to: the impersonated user when present, else the user.

@@ -294,10 +294,37 @@ func (d *Decoder) fastEntries(p int, ev *Event, m *member) int {
 		if q < 0 || q+1 >= len(data) || data[q+1] != ':' {
 			return -1
 		}
-		e := m.sch.entry(data[p+1 : q])
-		if m.kind == kindStringListMap {
+		var e *member
+		if q > p+1 && m.sch.mayName(data[p+1]) {
+			e = m.sch.entry(data[p+1 : q])
+		}
+		if e == nil && m.kind == kindStringMap {
+			// Most entries: a string no row keeps, skipped as skipStrings does.
+			p = q + 2
+			if p >= len(data) || data[p] != '"' {
+				return -1
+			}
+			r := plainAt(masks, p+1)
+			if r == -2 {
+				r = plainFrom(masks, p+1)
+			}
+			if r >= 0 {
+				p = r + 1
+				continue
+			}
+			d.s.pos = p
+			if d.s.skipString() != nil {
+				return -1
+			}
+			p = d.s.pos
+			continue
+		}
+		switch {
+		case m.kind == kindStringListMap:
 			p = d.fastStringList(q+2, ev, e)
-		} else {
+		case e != nil && e.needle != "":
+			p = d.fastStringContaining(q+2, ev, e)
+		default:
 			if e != nil {
 				*e.str(ev) = ""
 			}
@@ -307,6 +334,28 @@ func (d *Decoder) fastEntries(p int, ev *Event, m *member) int {
 			return -1
 		}
 	}
+}
+
+// fastStringContaining reads a string at p into m's field when it contains m's needle, and returns
+// the index after it; -1 when there is no string at p or it is invalid.
+func (d *Decoder) fastStringContaining(p int, ev *Event, m *member) int {
+	s := &d.s
+	if p >= len(s.data) || s.data[p] != '"' {
+		return -1
+	}
+	var b []byte
+	if end := plainEndAt(s.masks, p+1); end >= 0 {
+		b, p = s.data[p+1:end], end+1
+	} else {
+		s.pos = p
+		var err error
+		if b, err = s.str(); err != nil {
+			return -1
+		}
+		p = s.pos
+	}
+	d.keepContaining(ev, m, b)
+	return p
 }
 
 // fastStringList reads an array of strings at p, keeping the first in m's field when m is not

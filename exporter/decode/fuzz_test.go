@@ -34,6 +34,8 @@ func FuzzDecode(f *testing.F) {
 		`{"items":[{"requestReceivedTimestamp":"2026-11-21T04:04:45.744196+00:00","stageTimestamp":null},{"requestReceivedTimestamp":"2026-02-30T04:04:45.744196Z"}]}`,
 		`{"items":[{"level":"Metadata","sourceIPs":["1",2],"user":{"groups":["a",null]},"responseStatus":{"metadata":{"x":1},"details":{"causes":[{"a":"b"}]}}}]}`,
 		`{"items":[{"level":"Metadata","verb":"a"	}, {"level":"Metadata","verb":"é"},{"level":"Metadata","verb":"a\/b"}]}`,
+		// Mutating webhook annotations: several, repeated, null, in other cases.
+		`{"items":[{"level":"Metadata","annotations":{"mutation.webhook.admission.k8s.io/round_0_index_0":"{\"configuration\":\"a\",\"webhook\":\"w.a\",\"mutated\":true}","mutation.webhook.admission.k8s.io/round_0_index_1":"{\"configuration\":\"b\",\"webhook\":\"w.b\",\"mutated\":false}"}},{"annotations":{"mutation.webhook.admission.k8s.io/round_1_index_0":"\"mutated\":true","mutation.webhook.admission.k8s.io/round_1_index_0":null},"ANNOTATIONS":null,"Annotations":{"mutation.webhook.admission.k8s.io/round_":"\"mutated\":true","mutation.webhook.admission.k8s.io/round_2":"x\"mutated\":true"}}]}`,
 		// Legacy members and values over the bound.
 		`{"items":[{"level":"Metadata","timestamp":"2018-01-10T10:21:55Z"},{"TIMESTAMP":"2018-01-10T10:21:55.5+02:00","timestamp":null},{"stageTimestamp":"2026-11-21T04:04:30.286101Z","timestamp":"2018-01-10T10:21:55Z"}]}`,
 		`{"items":[{"verb":"` + strings.Repeat("v", DefaultMaxValueBytes) + `é","user":{"username":"` + strings.Repeat("é", DefaultMaxValueBytes) + `"}}]}`,

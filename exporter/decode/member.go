@@ -50,6 +50,8 @@ type value struct {
 	// legacy marks a member of an older version of the event (audit.k8s.io/v1beta1), absent from
 	// the v1 types the schema test compares the rows with.
 	legacy bool
+	// needle (map entries only) keeps an entry's value only when it contains these bytes.
+	needle string
 	// parse (kindParsed) receives the string.
 	parse parseFunc
 }
@@ -83,6 +85,16 @@ var (
 // str keeps a string, interned, in *f.
 func str(f *string) value {
 	return value{kind: kindString, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f))}
+}
+
+// strContaining keeps a map entry's string value, interned, in *f only when it contains needle;
+// other values leave *f as it is. With a key prefix it picks, among several entries, the last one
+// (in the document) whose value says what needle says, such as the mutating webhook annotation
+// of a webhook that did change the object.
+func strContaining(f *string, needle string) value {
+	v := str(f)
+	v.needle = needle
+	return v
 }
 
 // firstOf keeps the first element of a []string, interned, in *f.
@@ -138,10 +150,16 @@ func stringListMap(entries []field) value {
 // parameters of one query, in the order declared.
 type schema struct {
 	members []member
+	// firsts has bit c set when a member's name starts with byte c (map entries): most keys of a
+	// map are then passed over with one test, not compared with every row.
+	firsts [4]uint64
 	// slots (the root only) is the number of Decoder.last slots the rows use; parse functions
 	// may use the slots after them.
 	slots uint
 }
+
+// mayName reports whether a key starting with byte c can name one of the rows.
+func (sch *schema) mayName(c byte) bool { return sch.firsts[c>>6]&(1<<(c&63)) != 0 }
 
 // member is a compiled row.
 type member struct {
@@ -157,6 +175,8 @@ type member struct {
 	name string
 	// prefix (map entries) says the row matches every key that starts with name.
 	prefix bool
+	// needle (map entries) keeps a value only when it contains these bytes.
+	needle string
 	// path names the member in error messages, e.g. "responseStatus.code".
 	path string
 	// parse (kindParsed) receives the string.
@@ -200,6 +220,10 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 	seen := map[string]bool{}
 	for i, f := range rows {
 		m := &sch.members[i]
+		m.kind, m.to, m.flag, m.name, m.needle = f.kind, f.to, f.flag, f.name, f.needle
+		if m.needle != "" && parent != kindStringMap {
+			panic(fmt.Sprintf("decode: %s: only string map entries keep values by content", f.name))
+		}
 		m.kind, m.to, m.flag, m.name, m.parse = f.kind, f.to, f.flag, f.name, f.parse
 		if parent == kindStringMap || parent == kindStringListMap {
 			m.name, m.prefix = strings.CutSuffix(f.name, "*")
@@ -212,6 +236,7 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 			panic(fmt.Sprintf("decode: bad or repeated name in schema: %q", m.path))
 		}
 		seen[f.name] = true
+		sch.firsts[m.name[0]>>6] |= 1 << (m.name[0] & 63)
 		want := kindString
 		switch parent {
 		case kindStruct, kindPointer:

@@ -31,7 +31,8 @@ func (r reading) referenceEvents(data []byte) ([]Event, error) {
 	if err := json.Unmarshal(data, &list); err != nil {
 		return nil, err
 	}
-	// The legacy members, as the older versions' types declare them.
+	// The legacy members, as the older versions' types declare them, and each item as it is
+	// written, for what depends on the order of its members.
 	var legacy struct {
 		Items []struct {
 			Timestamp metav1.Time `json:"timestamp"`
@@ -40,13 +41,57 @@ func (r reading) referenceEvents(data []byte) ([]Event, error) {
 	if err := json.Unmarshal(data, &legacy); err != nil {
 		return nil, err
 	}
+	var raw struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, err
+	}
 	out := make([]Event, 0, len(list.Items))
 	for i := range list.Items {
 		ev := r.project(&list.Items[i])
 		ev.Timestamp = legacy.Items[i].Timestamp.Time
+		ev.MutatingWebhook = lastMutation(raw.Items[i]) // every reading keeps eventRows' row
 		out = append(out, shortened(ev))
 	}
 	return out, nil
+}
+
+// lastMutation is what the mutating-webhook row keeps of an event as written: walking its
+// members in order (each member named "annotations" in any case, as encoding/json matches a
+// field), the value of the last annotation whose key has the prefix and whose value says the
+// webhook mutated the object; a null annotations member clears it, as it makes the map nil.
+func lastMutation(item json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(item))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	kept := ""
+	for dec.More() {
+		key, _ := dec.Token()
+		if k, _ := key.(string); !strings.EqualFold(k, "annotations") {
+			var skip json.RawMessage
+			_ = dec.Decode(&skip)
+			continue
+		}
+		t, _ := dec.Token()
+		if t == nil {
+			kept = ""
+			continue
+		}
+		for dec.More() {
+			k, _ := dec.Token()
+			v, _ := dec.Token()
+			name, _ := k.(string)
+			value, _ := v.(string)
+			if strings.HasPrefix(name, MutationAnnotationPrefix+"round_") && len(name) > len(MutationAnnotationPrefix+"round_") &&
+				strings.Contains(value, `"mutated":true`) {
+				kept = value
+			}
+		}
+		_, _ = dec.Token() // the map's end
+	}
+	return kept
 }
 
 // shortened is ev with every string shortened to the default value bound, as the decoder keeps

@@ -64,7 +64,11 @@ var eventRows = []field{
 	{"responseObject", skip},
 	{"requestReceivedTimestamp", timestamp(&into.RequestReceived)},
 	{"stageTimestamp", timestamp(&into.StageTimestamp)},
-	{"annotations", stringMap(nil)},
+	{"annotations", stringMap([]field{
+		// The mutating admission webhooks that ran on a write, one annotation each; kept: the last
+		// that changed the object.
+		{MutationAnnotationPrefix + "round_*", strContaining(&into.MutatingWebhook, `"mutated":true`)},
+	})},
 	// Members of older versions (audit.k8s.io/v1beta1), last so that v1 events never compare
 	// their keys: before requestReceivedTimestamp existed, an event's only time.
 	{"timestamp", legacyTime(&into.Timestamp)},

@@ -4,11 +4,12 @@
 //
 // An event is identified by what it says, not by its auditID alone: the API server keeps a
 // client-supplied Audit-ID header as the event's auditID, so distinct requests can share one (by
-// accident, or to hide writes behind one already counted). The key covers the auditID and stage
-// and every field an event is counted by — its two timestamps (microseconds, set by the API
-// server), verb, user, impersonated user, pod, object and response code — so an exact re-send
-// has the key of the original and distinct requests have distinct keys. Two requests that agree
-// in all of these would be counted the same way in every metric anyway.
+// accident, or to hide writes behind one already counted). The key covers the auditID and stage,
+// its two timestamps (microseconds, set by the API server), verb and response code, and its
+// subject: a hash of the actor and the object (group, resource, namespace, name, subresource),
+// which the tracker computes anyway and hands over. An exact re-send has the key of the original;
+// distinct requests have distinct keys. Two requests that agree in all of these would be counted
+// the same way in every metric anyway.
 package dedupe
 
 import (
@@ -44,11 +45,12 @@ func Bytes(size int) int64 {
 }
 
 // Seen records the event and reports whether an event with the same key was seen before.
-func (w *Window) Seen(ev *decode.Event) bool {
+// subject hashes the event's actor and object (see Key); it is track.SkipFunc.
+func (w *Window) Seen(ev *decode.Event, subject uint64) bool {
 	if w.size == 0 {
 		return false
 	}
-	k := Key(ev)
+	k := Key(ev, subject)
 	if w.cur.has(k) || w.prev.has(k) {
 		return true
 	}
@@ -68,19 +70,15 @@ var seed = func() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }()
 
-// Key is the event's identity (never 0): a hash of its auditID, stage, timestamps, verb, user,
-// impersonated user, pod, object and response code. The fields go into four independent lanes,
-// so that the processor overlaps their multiply chains.
-func Key(ev *decode.Event) uint64 {
+// Key is the event's identity (never 0): a hash of its auditID, stage, timestamps, verb and
+// response code and of subject, a hash of its actor and object that the caller computed with a
+// seed of its own (the tracker's).
+func Key(ev *decode.Event, subject uint64) uint64 {
 	a := mix(seed, ev.AuditIDHash)
 	a = mix(a, uint64(ev.StageTimestamp.UnixMicro()))
 	a = mix(a, uint64(ev.RequestReceived.UnixMicro())^uint64(ev.Timestamp.Unix())<<1)
-	a = mix(a, uint64(uint32(ev.Code))|btoi(ev.HasAuditID)<<32)
-	a = mixString(mixString(a, ev.Stage), ev.Verb)
-	b := mixString(mixString(mixString(seed^1, ev.Username), ev.ImpersonatedUsername), ev.Pod)
-	c := mixString(mixString(seed^2, ev.Namespace), ev.Name)
-	d := mixString(mixString(mixString(seed^3, ev.APIGroup), ev.Resource), ev.Subresource)
-	h := mix(mix(mix(a, b), c), d)
+	a = mix(a, uint64(uint32(ev.Code))|btoi(ev.HasAuditID)<<32|uint64(len(ev.Stage))<<40)
+	h := mix(mixString(a, ev.Verb), subject)
 	if h == 0 {
 		h = 1
 	}

@@ -3,6 +3,7 @@ package track
 import (
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -71,11 +72,22 @@ type Tracker struct {
 
 	fightWindow, hotWindow, raceWindow uint32
 
-	// obs is the observation handed to the sink, w the write being tracked; counts marks the
-	// events of the batch being observed that count. All are reused from batch to batch.
+	// obs is the observation handed to the sink, w the write being tracked; hashes holds, for
+	// each event of the batch being observed, its actor's and object's hashes, or zero when the
+	// event does not count. All are reused from batch to batch.
 	obs    Observation
 	w      objectWrite
-	counts []bool
+	hashes []eventHashes
+}
+
+// eventHashes are an event's actor and object hashes, computed once per event: they key the
+// tracker's state and, combined (Subject), the caller's deduplication.
+type eventHashes struct{ actor, object uint64 }
+
+// Subject combines the actor and object hashes: who did what to which object, for a
+// deduplicator's key.
+func (h eventHashes) subject() uint64 {
+	return (h.actor ^ bits.RotateLeft64(h.object, 31)) * 0x9e3779b97f4a7c15
 }
 
 // New returns a tracker reporting to sink.
@@ -131,31 +143,39 @@ func classify(ev *decode.Event, r *BatchResult) bool {
 	return false
 }
 
+// SkipFunc lets the caller of ObserveBatch and Observe drop an attributable event before it is
+// tracked (a duplicate): it is called with the tracker's lock held, so it needs no lock of its
+// own, and gets the event's subject, a hash of its actor and object (with the tracker's random
+// seed), so that it need not hash them again.
+type SkipFunc func(ev *decode.Event, subject uint64) bool
+
 // ObserveBatch tracks the attributable events of a batch (decode.Event.Attributable: at a stage
 // that completes a request, with a verb and a user); the others are ignored. skip, when non-nil,
-// lets the caller drop duplicates: it is called for every attributable event, in order, before
-// any is tracked, with the tracker's lock held (so it needs no lock of its own).
-func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) bool) (r BatchResult) {
+// is called for every attributable event, in order, before any is tracked.
+func (t *Tracker) ObserveBatch(events []decode.Event, skip SkipFunc) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	t.maybeDecay(now)
 	// skip runs over the whole batch first, in a loop of its own: a deduplicator's lookups are
 	// cache misses, and back to back the processor overlaps them instead of waiting for each.
-	counts := t.counts[:0]
+	hashes := t.hashes[:0]
 	for i := range events {
 		ev := &events[i]
-		c := classify(ev, &r)
-		if c && skip != nil && skip(ev) {
-			c = false
-			r.Skipped++
+		var h eventHashes
+		if classify(ev, &r) {
+			h = t.hashesOf(ev)
+			if skip != nil && skip(ev, h.subject()) {
+				h = eventHashes{}
+				r.Skipped++
+			}
 		}
-		counts = append(counts, c)
+		hashes = append(hashes, h)
 	}
-	t.counts = counts
+	t.hashes = hashes
 	for i := range events {
-		if counts[i] {
-			t.observe(&events[i], now)
+		if hashes[i].actor != 0 {
+			t.observe(&events[i], now, hashes[i])
 			r.Counted++
 		}
 	}
@@ -163,23 +183,29 @@ func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) b
 	return r
 }
 
-// Observe tracks one event, unless it is not attributable or skip (when non-nil, called with the
-// tracker's lock held) drops it; it reports what became of it.
-func (t *Tracker) Observe(ev *decode.Event, skip func(*decode.Event) bool) (r BatchResult) {
+// Observe tracks one event, unless it is not attributable or skip (when non-nil) drops it; it
+// reports what became of it.
+func (t *Tracker) Observe(ev *decode.Event, skip SkipFunc) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !classify(ev, &r) {
 		return r
 	}
-	if skip != nil && skip(ev) {
+	h := t.hashesOf(ev)
+	if skip != nil && skip(ev, h.subject()) {
 		r.Skipped++
 		return r
 	}
 	now := t.cfg.Now()
 	t.maybeDecay(now)
-	t.observe(ev, now)
+	t.observe(ev, now, h)
 	r.Counted++
 	return r
+}
+
+// hashesOf hashes an attributable event's actor (never 0) and object.
+func (t *Tracker) hashesOf(ev *decode.Event) eventHashes {
+	return eventHashes{actor: t.actorHash(ev.Actor()), object: t.objectHash(ev)}
 }
 
 func (t *Tracker) maybeDecay(now time.Time) {
@@ -274,9 +300,8 @@ type objectWrite struct {
 	conflict bool
 }
 
-func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
-	actor := ev.Actor()
-	ah := t.actorHash(actor)
+func (t *Tracker) observe(ev *decode.Event, clock time.Time, h eventHashes) {
+	actor, ah := ev.Actor(), h.actor
 	// The observation is handed to the sink through an interface, which would move a local to the
 	// heap on every event; the tracker's own (guarded by its lock) is reused instead.
 	o := &t.obs
@@ -300,7 +325,7 @@ func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
 		ts = clock
 	}
 	w := &t.w
-	*w = objectWrite{o: o, key: t.objectHash(ev), ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
+	*w = objectWrite{o: o, key: h.object, ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
 	w.st, _ = t.objects.get(w.key, w.now)
 	w.st.seen = w.now
 	t.names.put(ah, actor)
@@ -387,8 +412,45 @@ func (t *Tracker) trackFight(w *objectWrite) {
 		if f != nil {
 			*f = v
 		} else {
-			t.fights.add(w.key, v, w.clock)
+			f = t.fights.add(w.key, v, w.clock)
 		}
+	default:
+		return
+	}
+	if f != nil {
+		describeFight(f, o)
+	}
+}
+
+// describeFight fills what the fight does not know yet about the writer of o: its field manager
+// and user agent, and the mutating webhook that changed its write.
+func describeFight(f *Fight, o *Observation) {
+	ev := o.Event
+	manager, agent := &f.FieldManagerA, &f.UserAgentA
+	if o.Actor == f.ActorB {
+		manager, agent = &f.FieldManagerB, &f.UserAgentB
+	}
+	if *manager == "" {
+		*manager = ev.Manager()
+	}
+	if *agent == "" {
+		*agent = ev.UserAgent
+	}
+	if f.MutatingWebhook == "" && ev.MutatingWebhook != "" {
+		f.MutatingWebhook, f.MutatedActor = decode.ParseMutatingWebhook(ev.MutatingWebhook), o.Actor
+	}
+}
+
+// describeHot fills what the hot object does not know yet about its actor's write ev.
+func describeHot(h *HotObject, ev *decode.Event) {
+	if h.FieldManager == "" {
+		h.FieldManager = ev.Manager()
+	}
+	if h.UserAgent == "" {
+		h.UserAgent = ev.UserAgent
+	}
+	if h.MutatingWebhook == "" && ev.MutatingWebhook != "" {
+		h.MutatingWebhook = decode.ParseMutatingWebhook(ev.MutatingWebhook)
 	}
 }
 
@@ -410,7 +472,12 @@ func (t *Tracker) trackHot(w *objectWrite) {
 		*h = HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
 	case h == nil && t.admitHot(int(st.hotWrites)):
 		v := HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
-		t.hot.add(w.key, v, w.clock)
+		h = t.hot.add(w.key, v, w.clock)
+	default:
+		return
+	}
+	if h != nil {
+		describeHot(h, w.o.Event)
 	}
 }
 

@@ -279,7 +279,7 @@ func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
 		}
 		batch = append(batch, w.event())
 	}
-	skip := func(*decode.Event) bool { return false }
+	skip := func(*decode.Event, uint64) bool { return false }
 	tr.ObserveBatch(batch, skip) // warm up: sink maps, names, offender tables
 	allocs := testing.AllocsPerRun(20, func() {
 		tr.ObserveBatch(batch, skip)
@@ -289,5 +289,37 @@ func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
 	}
 	if len(tr.HotObjects()) == 0 || len(tr.Fights()) == 0 {
 		t.Fatal("no hot objects or fights: the batch does not exercise the offender tables")
+	}
+}
+
+// TestOffendersNameFieldManagersAndTheMutatingWebhook: a fight in which a mutating webhook rewrites
+// one actor's writes, and a controller looping with a webhook, name the webhook and the field
+// managers (the fieldManager parameter, else the user agent's product).
+func TestOffendersNameFieldManagersAndTheMutatingWebhook(t *testing.T) {
+	const mutated = `{"configuration":"defaults","webhook":"mode.example.com","mutated":true}`
+	tr, _, _ := newTestTracker(t, Config{FightHandoffs: 4, HotWrites: 5})
+	for i := range 8 {
+		w := write{actor: "stamper", name: "shared", at: time.Duration(i) * time.Second, agent: "stamper/v1.0 (linux/amd64)", webhook: mutated}
+		if i%2 == 1 {
+			w = write{actor: "keeper", name: "shared", at: time.Duration(i) * time.Second, manager: "mode-keeper"}
+		}
+		ev := w.event()
+		tr.Observe(&ev, nil)
+	}
+	for i := range 6 {
+		ev := write{actor: "looper", name: "loop", at: time.Duration(i) * 100 * time.Millisecond, agent: "looper/v2", webhook: mutated}.event()
+		tr.Observe(&ev, nil)
+	}
+	fights, hot := tr.Fights(), tr.HotObjects()
+	if len(fights) != 1 || len(hot) != 1 {
+		t.Fatalf("fights %+v, hot %+v", fights, hot)
+	}
+	f, h := fights[0], hot[0]
+	if f.ActorA != "keeper" || f.FieldManagerA != "mode-keeper" || f.FieldManagerB != "stamper" || f.UserAgentB != "stamper/v1.0 (linux/amd64)" ||
+		f.MutatingWebhook != "defaults/mode.example.com" || f.MutatedActor != "stamper" {
+		t.Errorf("fight %+v: want keeper [mode-keeper] and stamper [stamper], webhook defaults/mode.example.com on stamper's writes", f)
+	}
+	if h.Actor != "looper" || h.FieldManager != "looper" || h.MutatingWebhook != "defaults/mode.example.com" {
+		t.Errorf("hot object %+v: want looper [looper], webhook defaults/mode.example.com", h)
 	}
 }
