@@ -22,6 +22,8 @@ import (
 //     an AlreadyExists, as for native events); no status, or code 0, is 200;
 //   - insertId is the audit ID; timestamp is the event's time (GKE writes one entry per request,
 //     at ResponseComplete, so both timestamps take it);
+//   - labels are the audit annotations: the mutating webhook that changed the object is kept as
+//     in native events;
 //   - user.extra (the pod of a bound token), groups, impersonation, requestURI (fieldManager) and
 //     the exact HTTP code are not in the entry: those fields stay empty.
 //
@@ -53,7 +55,9 @@ const (
 // AuditLog payload, sorted as Cloud Logging writes them, with what is kept of each.
 var logEntryRows = []field{
 	{"insertId", hashed(&into.AuditIDHash, &into.HasAuditID)},
-	{"labels", stringMap(nil)}, // the audit annotations
+	{"labels", stringMap([]field{ // the audit annotations, kept as in native events
+		{MutationAnnotationPrefix + "round_*", strContaining(&into.MutatingWebhook, `"mutated":true`)},
+	})},
 	{"logName", skip},
 	{"operation", skip},
 	{"protoPayload", pointer([]field{

@@ -3,6 +3,7 @@ package decode
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -163,4 +164,17 @@ func FuzzLogEntry(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestLogEntryKeepsTheMutatingWebhookOfItsLabels(t *testing.T) {
+	doc := strings.Replace(entry("io.k8s.core.v1.configmaps.patch", "core/v1/namespaces/ns/configmaps/c", `{}`, "u"),
+		`"labels":{"authorization.k8s.io/decision":"allow"}`,
+		`"labels":{"authorization.k8s.io/decision":"allow","mutation.webhook.admission.k8s.io/round_0_index_0":"{\"configuration\":\"stamp\",\"webhook\":\"stamp.loopwatch.dev\",\"mutated\":true}"}`, 1)
+	var ev Event
+	if err := NewLogEntryDecoder(0, Limits{}).Decode([]byte(doc), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if got := ParseMutatingWebhook(ev.MutatingWebhook); got != "stamp/stamp.loopwatch.dev" {
+		t.Errorf("mutating webhook %q (%q), want stamp/stamp.loopwatch.dev", got, ev.MutatingWebhook)
+	}
 }
