@@ -120,16 +120,18 @@ func TestMalformedEnvelopesAreRefusedWhole(t *testing.T) {
 		read func(d *Decoder, b []byte) error
 		body string
 	}{
-		"firehose: not json":          {firehose, `not json`},
-		"firehose: no records":        {firehose, `{"requestId":"r","timestamp":1}`},
-		"firehose: no request id":     {firehose, `{"timestamp":1,"records":[]}`},
-		"firehose: trailing data":     {firehose, `{"requestId":"r","timestamp":1,"records":[]} x`},
-		"firehose: records not array": {firehose, `{"requestId":"r","timestamp":1,"records":{}}`},
-		"push: no message":            {push, `{"subscription":"projects/p/subscriptions/s"}`},
-		"push: no message id":         {push, `{"message":{"data":"e30="}}`},
-		"push: truncated":             {push, `{"message":{"data":"e30=","messageId":"1"`},
-		"event hub: no records":       {eventHub, `{"value":[]}`},
-		"event hub: records of text":  {eventHub, `{"records":["a",`},
+		"firehose: not json":                       {firehose, `not json`},
+		"firehose: no records":                     {firehose, `{"requestId":"r","timestamp":1}`},
+		"firehose: no request id":                  {firehose, `{"timestamp":1,"records":[]}`},
+		"firehose: trailing data":                  {firehose, `{"requestId":"r","timestamp":1,"records":[]} x`},
+		"firehose: records not array":              {firehose, `{"requestId":"r","timestamp":1,"records":{}}`},
+		"firehose: empty request id":               {firehose, `{"requestId":"","timestamp":1,"records":[]}`},
+		"firehose: timestamp last, not an integer": {firehose, `{"requestId":"r","records":[{"data":"e30="}],"timestamp":1.5}`},
+		"push: no message":                         {push, `{"subscription":"projects/p/subscriptions/s"}`},
+		"push: no message id":                      {push, `{"message":{"data":"e30="}}`},
+		"push: truncated":                          {push, `{"message":{"data":"e30=","messageId":"1"`},
+		"event hub: no records":                    {eventHub, `{"value":[]}`},
+		"event hub: records of text":               {eventHub, `{"records":["a",`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := NewDecoder(Limits{})
@@ -137,6 +139,16 @@ func TestMalformedEnvelopesAreRefusedWhole(t *testing.T) {
 				t.Errorf("error %v, want ErrEnvelope", err)
 			}
 		})
+	}
+}
+
+func TestAPushWithoutMessageIDIsRefusedAfterOneWithIt(t *testing.T) {
+	d := NewDecoder(Limits{})
+	if _, err := d.PubSubPush([]byte(`{"message":{"data":"e30=","messageId":"1"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.PubSubPush([]byte(`{"message":{"data":"e30="}}`)); !errors.Is(err, ErrEnvelope) {
+		t.Errorf("error %v, want ErrEnvelope: the ID of the push before must not be taken for its own", err)
 	}
 }
 

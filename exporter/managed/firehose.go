@@ -46,7 +46,7 @@ func (d *Decoder) Firehose(body []byte) (FirehoseRequest, error) {
 			seenID = true
 			return err
 		case "timestamp":
-			t, err := w.Int()
+			t, err := w.Int() // checked above
 			req.Timestamp = t
 			return err
 		case "records":
@@ -89,8 +89,8 @@ func (d *Decoder) Firehose(body []byte) (FirehoseRequest, error) {
 // errFirehose describes a body that is not a Firehose request.
 var errFirehose = errors.New("want {requestId, timestamp, records: [{data: string}]}")
 
-// checkFirehose checks a request's envelope: valid JSON, a requestId, records an array of
-// objects whose data are strings.
+// checkFirehose checks a request's envelope: valid JSON, a non-empty requestId, an integer
+// timestamp, records an array of objects whose data are strings.
 func (d *Decoder) checkFirehose(body []byte) error {
 	w := &d.outer
 	w.Reset(body)
@@ -98,7 +98,15 @@ func (d *Decoder) checkFirehose(body []byte) error {
 	err := w.Object(func(key []byte) error {
 		switch string(key) {
 		case "requestId":
-			seenID = w.Peek() == '"'
+			if w.Peek() != '"' {
+				return errFirehose
+			}
+			id, err := w.String()
+			seenID = len(id) > 0
+			return err
+		case "timestamp":
+			_, err := w.Int()
+			return err
 		case "records":
 			seenRecords = w.Peek() == '['
 			if !seenRecords {

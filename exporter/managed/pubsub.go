@@ -21,6 +21,7 @@ func (d *Decoder) PubSubPush(body []byte) (PushMessage, error) {
 	var msg PushMessage
 	w := &d.outer
 	w.Reset(body)
+	d.raw = d.raw[:0]
 	var data []byte
 	seenMessage, seenData := false, false
 	err := w.Object(func(key []byte) error {
