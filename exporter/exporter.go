@@ -14,6 +14,7 @@ import (
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
 	"github.com/loopwatch/loopwatch/exporter/dedupe"
+	"github.com/loopwatch/loopwatch/exporter/managed"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -56,6 +57,7 @@ type Exporter struct {
 	dedupe   *dedupe.Window
 	decoders sync.Pool
 	limits   decode.Limits
+	sources  *managed.Metrics
 	now      func() time.Time
 	log      *slog.Logger
 }
@@ -83,6 +85,9 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	e.metrics = m
+	if e.sources, err = managed.NewMetrics(cfg.Registerer); err != nil {
+		return nil, fmt.Errorf("register source metrics: %w", err)
+	}
 	t, err := track.New(cfg.Tracker, m)
 	if err != nil {
 		return nil, fmt.Errorf("tracker config: %w", err)
@@ -134,6 +139,13 @@ func (e *Exporter) IngestList(body []byte) (counted int, err error) {
 	e.metrics.decode.Observe(time.Since(start).Seconds())
 	return counted, nil
 }
+
+// ObserveEvents dedupes and tracks events decoded by a managed-cluster source (package managed)
+// and counts them, exactly as a webhook batch's.
+func (e *Exporter) ObserveEvents(events []decode.Event) { e.observe(events) }
+
+// SourceMetrics are the counters of the managed-cluster sources.
+func (e *Exporter) SourceMetrics() *managed.Metrics { return e.sources }
 
 // observe dedupes and tracks decoded events and counts them by outcome. The deduplicator is
 // called under the tracker's lock, which so guards it too.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/catalogue/cataloguetest"
+	"github.com/loopwatch/loopwatch/exporter/managed"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -160,6 +161,7 @@ func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	if _, err := e.IngestList(eventList(t, ws...)); err != nil {
 		t.Fatal(err)
 	}
+	e.SourceMetrics().Init(managed.SourceFirehose) // a configured source exposes its series
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
 	"github.com/loopwatch/loopwatch/exporter/dedupe"
+	"github.com/loopwatch/loopwatch/exporter/managed"
 )
 
 // Memory is the exporter's memory bound for a configuration, part by part: the most heap it
@@ -19,11 +20,12 @@ type Memory struct {
 	Decoders    int64 // one decoder per processing slot (file ingest's is gone before serving starts)
 	Series      int64 // the per-actor families' series
 	Connections int64 // goroutines and TLS, HTTP/1 and HTTP/2 buffers of the open connections
+	Sources     int64 // the managed-cluster sources' decoders, one per processing slot (when served)
 }
 
 // Total is the sum of the parts.
 func (m Memory) Total() int64 {
-	return m.Dedupe + m.Tracker + m.Bodies + m.Decoders + m.Series + m.Connections
+	return m.Dedupe + m.Tracker + m.Bodies + m.Decoders + m.Series + m.Connections + m.Sources
 }
 
 // connectionBytes is what one open connection may hold: its goroutine and TLS record buffers,
@@ -60,6 +62,9 @@ func MemoryBound(ec Config, sc ServerConfig) (Memory, error) {
 		Series:      perActorFamilies * int64(ec.MaxSeries+25) * seriesBytes(ec.MaxValueBytes),
 		Connections: int64(sc.MaxConnections) * connectionBytes(),
 	}
+	if sc.Firehose != nil || sc.PubSub != nil {
+		m.Sources = int64(sc.MaxInFlight) * managed.MemoryBound(managed.Limits{MaxValueBytes: ec.MaxValueBytes}, sc.MaxBodyBytes)
+	}
 	return m, nil
 }
 
@@ -73,7 +78,7 @@ func (m Memory) WriteTo(w io.Writer) (int64, error) {
 		n    int64
 	}{
 		{"dedupe", m.Dedupe}, {"tracker", m.Tracker}, {"bodies", m.Bodies}, {"decoders", m.Decoders},
-		{"series", m.Series}, {"connections", m.Connections}, {"total", m.Total()},
+		{"series", m.Series}, {"connections", m.Connections}, {"sources", m.Sources}, {"total", m.Total()},
 	} {
 		fmt.Fprintf(tw, "%s\t%s MiB\t\n", row.what, mib(row.n))
 	}

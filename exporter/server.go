@@ -99,8 +99,13 @@ type ServerConfig struct {
 	MaxConnections int
 	// Gatherer serves /metrics.
 	Gatherer prometheus.Gatherer
-	// DisableWebhook serves only /metrics, /healthz and /readyz (file ingest without a webhook).
+	// DisableWebhook serves no webhook: only /metrics, /healthz, /readyz and the managed-cluster
+	// sources configured (file ingest, or a managed cluster).
 	DisableWebhook bool
+	// Firehose, when set, serves EKS audit events delivered by Amazon Data Firehose on
+	// FirehosePath; PubSub GKE's pushed by a Pub/Sub subscription on PubSubPath (sources.go).
+	Firehose *FirehoseConfig
+	PubSub   *PubSubConfig
 	// ShutdownTimeout bounds graceful shutdown (DefaultShutdownTimeout when 0). Bodies still
 	// arriving when shutdown begins are answered 503 at once.
 	ShutdownTimeout time.Duration
@@ -151,6 +156,7 @@ type Server struct {
 	scrape   credentials
 	inFlight chan struct{}
 	receiver *receiver
+	sources  *sources
 	ready    atomic.Bool
 	log      *slog.Logger
 	// handled, when set (by benchmarks), receives each body-reading request's handling time.
@@ -182,6 +188,9 @@ func NewServer(cfg ServerConfig, e *Exporter) (*Server, error) {
 	s := &Server{cfg: cfg, exporter: e, inFlight: make(chan struct{}, cfg.MaxInFlight), log: cfg.Logger}
 	s.webhook = loadCredentials(cfg.ClientCAFile, cfg.TokenFile, "webhook", &errs)
 	s.scrape = loadCredentials(cfg.MetricsClientCAFile, cfg.MetricsTokenFile, "metrics", &errs)
+	if e != nil {
+		s.sources = loadSources(cfg, e, &errs)
+	}
 	if cfg.Gatherer != nil && !cfg.MetricsOpen && cfg.ClientCAFile == "" && cfg.TokenFile == "" && cfg.MetricsClientCAFile == "" && cfg.MetricsTokenFile == "" {
 		errs = append(errs, errors.New("server: /metrics needs credentials (a webhook or metrics client CA or token file) unless it is served open"))
 	}
@@ -198,6 +207,12 @@ func (s *Server) Handler() http.Handler {
 	if !s.cfg.DisableWebhook {
 		mux.HandleFunc(WebhookPath, s.serveWebhook)
 		mux.HandleFunc("/{$}", s.serveWebhook)
+	}
+	if s.cfg.Firehose != nil {
+		mux.HandleFunc(FirehosePath, s.serveFirehose)
+	}
+	if s.cfg.PubSub != nil {
+		mux.HandleFunc(PubSubPath, s.servePubSub)
 	}
 	if s.cfg.Gatherer != nil {
 		metrics := promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})

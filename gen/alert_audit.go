@@ -245,7 +245,12 @@ var AuditExporterNotReceiving = &Alert{
 	},
 }
 
-// AuditExporterDropping fires when the exporter rejects webhook requests or drops events.
+// sourceRecordsLost are the reasons of loopwatch_audit_source_records_total that lose audit events
+// (not_audit and control_message records are other logs' and health checks).
+const sourceRecordsLost = "unmappable|truncated|malformed|too_large"
+
+// AuditExporterDropping fires when the exporter rejects webhook requests or managed-cluster
+// deliveries, or drops events.
 var AuditExporterDropping = &Alert{
 	Key: "exporterDropping", Name: "AuditExporterDropping",
 	Severity: SeverityWarning, For: 10 * time.Minute,
@@ -259,10 +264,14 @@ var AuditExporterDropping = &Alert{
 		return lines(
 			sumBy(levelExporter, rate(sel("loopwatch_audit_requests_total", s, `outcome="rejected"`), "5m"))+" > "+threshold,
 			"or",
-			sumBy(levelExporter, rate(sel("loopwatch_audit_dropped_events_total", s), "5m"))+" > "+threshold)
+			sumBy(levelExporter, rate(sel("loopwatch_audit_dropped_events_total", s), "5m"))+" > "+threshold,
+			"or",
+			sumBy(levelExporter, rate(sel("loopwatch_audit_source_deliveries_total", s, `outcome="rejected"`), "5m"))+" > "+threshold,
+			"or",
+			sumBy(levelExporter, rate(sel("loopwatch_audit_source_records_total", s, `reason=~"`+sourceRecordsLost+`"`), "5m"))+" > "+threshold)
 	},
 	Summary:     "The audit exporter rejects or drops audit data.",
-	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
+	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
 	Panel:       PanelRef{"exporter", "Webhook requests by outcome and reason"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
@@ -275,6 +284,24 @@ var AuditExporterDropping = &Alert{
 				Series: []*Series{accepted,
 					Counter("loopwatch_audit_requests_total", l.With("outcome", "rejected", "reason", "too_large"), 0).Rate(incidentAt, after)},
 				Fires: fires,
+			},
+			{
+				Name: "fires when a managed-cluster source's deliveries are rejected",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_deliveries_total", l.With("source", "eks_firehose", "outcome", "rejected", "reason", "forbidden"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name: "fires when a managed-cluster source's records cannot be read",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_records_total", l.With("source", "gke_pubsub", "reason", "unmappable"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name: "stays silent while a source's other-log records and control messages are skipped",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_records_total", l.With("source", "eks_firehose", "reason", "not_audit"), 0).Rate(incidentAt, after),
+					Counter("loopwatch_audit_source_records_total", l.With("source", "eks_firehose", "reason", "control_message"), 0).Rate(incidentAt, after)},
 			},
 			{
 				Name: "fires when the exporter cuts off senders that send too slowly",

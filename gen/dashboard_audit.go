@@ -107,6 +107,14 @@ func (b *builder) exporterDashboard() Dashboard {
 				description: "apiserver_audit_error_total: events the API server could not deliver (webhook) or buffer (buffered).",
 				targets:     []targetSpec{{expr: sumByLabels([]string{"instance", "plugin"}, rate(sel("apiserver_audit_error_total", api, cluster), "$__rate_interval")), legend: "{{instance}} {{plugin}}"}}},
 		}},
+		{title: "Managed-cluster sources", panels: []panelSpec{
+			{title: "Source deliveries by outcome and reason", unit: "reqps",
+				description: "Deliveries from EKS (Firehose requests), GKE (Pub/Sub pushes) and AKS (Event Hub events). Firehose and Pub/Sub retry what is rejected; duplicate: a Firehose request ID or Pub/Sub message ID accepted before, acknowledged again and not counted twice.",
+				targets:     []targetSpec{{expr: sumByLabels([]string{"source", "outcome", "reason"}, r("loopwatch_audit_source_deliveries_total")), legend: "{{source}} {{outcome}} {{reason}}"}}},
+			{title: "Source records by what became of them", unit: "ops",
+				description: "decoded: an audit event; control_message: a CloudWatch Logs health check; not_audit: another log's record; unmappable: a GKE entry that cannot be mapped without guessing; truncated: cut by CloudWatch Logs at 256 KB; malformed; too_large.",
+				targets:     []targetSpec{{expr: sumByLabels([]string{"source", "reason"}, r("loopwatch_audit_source_records_total")), legend: "{{source}} {{reason}}"}}},
+		}},
 		{title: "Bounded state", panels: []panelSpec{
 			{title: "Tracked objects and actors", unit: "short",
 				targets: []targetSpec{

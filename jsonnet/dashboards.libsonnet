@@ -3065,7 +3065,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 13,
+          "id": 16,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -3843,6 +3843,198 @@
           "isNew": false,
           "panels": [],
           "span": 0,
+          "title": "Managed-cluster sources",
+          "transparent": false,
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Deliveries from EKS (Firehose requests), GKE (Pub/Sub pushes) and AKS (Event Hub events). Firehose and Pub/Sub retry what is rejected; duplicate: a Firehose request ID or Pub/Sub message ID accepted before, acknowledged again and not counted twice.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "reqps",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 37,
+          },
+          "id": 11,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (source, outcome, reason) (rate(loopwatch_audit_source_deliveries_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{source}} {{outcome}} {{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Source deliveries by outcome and reason",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "decoded: an audit event; control_message: a CloudWatch Logs health check; not_audit: another log's record; unmappable: a GKE entry that cannot be mapped without guessing; truncated: cut by CloudWatch Logs at 256 KB; malformed; too_large.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "ops",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 37,
+          },
+          "id": 12,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (source, reason) (rate(loopwatch_audit_source_records_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{source}} {{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Source records by what became of them",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "collapsed": false,
+          "editable": false,
+          "error": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 45,
+          },
+          "id": 13,
+          "isNew": false,
+          "panels": [],
+          "span": 0,
           "title": "Bounded state",
           "transparent": false,
           "type": "row",
@@ -3902,9 +4094,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 37,
+            "y": 46,
           },
-          "id": 11,
+          "id": 14,
           "isNew": false,
           "options": {
             "legend": {
@@ -4009,9 +4201,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 37,
+            "y": 46,
           },
-          "id": 12,
+          "id": 15,
           "isNew": false,
           "options": {
             "legend": {

@@ -4,7 +4,6 @@
 package analyze
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
 	"github.com/loopwatch/loopwatch/exporter/dedupe"
+	"github.com/loopwatch/loopwatch/exporter/managed"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -47,9 +47,12 @@ type Report struct {
 	// a retried webhook batch): the exporter drops the same ones.
 	Duplicates int `json:"duplicates"`
 	// Skipped lists the lines that were not read as audit events.
-	Skipped Skipped   `json:"skipped"`
-	First   time.Time `json:"first"`
-	Last    time.Time `json:"last"`
+	Skipped Skipped `json:"skipped"`
+	// Forms counts the lines (or document elements) of each form recognised: the API server's
+	// log, a webhook batch, or a managed cluster's form (see package managed).
+	Forms map[string]int `json:"forms"`
+	First time.Time      `json:"first"`
+	Last  time.Time      `json:"last"`
 
 	TopWriters []Writer          `json:"topWriters"`
 	Fights     []track.Fight     `json:"fights"`
@@ -62,7 +65,8 @@ type Report struct {
 }
 
 // Skipped counts the lines that were not read as audit events, by reason, with the first few
-// line numbers: a line is never silently taken for something it is not.
+// line numbers: a line is never silently taken for something it is not. A line of a delivery
+// form (a Firehose request, an Event Hub body) holds many records: each record not read counts.
 type Skipped struct {
 	Lines int `json:"lines"`
 	// Malformed lines are not JSON, or JSON that does not decode as an audit event or list.
@@ -76,13 +80,21 @@ type Skipped struct {
 	TooManyEvents int `json:"tooManyEvents"`
 	// Unattributable are audit events that complete a request but name no verb or no user.
 	Unattributable int `json:"unattributable"`
+	// Unmappable are cloud audit log entries (GKE) that cannot be mapped to an audit event
+	// without guessing: a method, resource name, status or time that cannot be read.
+	Unmappable int `json:"unmappable"`
+	// Truncated are events CloudWatch Logs cut at its 256 KB limit (EKS).
+	Truncated int `json:"truncated"`
 	// FirstLines are the numbers of the first skipped lines (from 1).
 	FirstLines []int `json:"firstLines"`
 }
 
-func (s *Skipped) add(n int, reason *int) {
-	s.Lines++
-	*reason++
+func (s *Skipped) add(n int, reason *int) { s.addN(n, 1, reason) }
+
+// addN counts records records of line n under reason.
+func (s *Skipped) addN(n, records int, reason *int) {
+	s.Lines += records
+	*reason += records
 	if len(s.FirstLines) < maxSkippedLines {
 		s.FirstLines = append(s.FirstLines, n)
 	}
@@ -117,7 +129,10 @@ type ActorConflicts struct {
 
 // Analyze reads an audit log (one Event per line, as the log backend writes it, in any version
 // from audit.k8s.io/v1beta1; lines holding a whole EventList, as the webhook sends it, are
-// accepted too) and builds the report. It counts what the exporter counts: the same events,
+// accepted too), or a managed cluster's form of one — EKS (Firehose requests, CloudWatch exports
+// to S3, `aws logs filter-log-events` JSON), GKE (Pub/Sub pushes, `gcloud logging read` JSON,
+// Cloud Storage sink files), AKS (Event Hub bodies, PT1H.json) — recognised by itself, line by
+// line (package managed), gzip'd or not, and builds the report. It counts what the exporter counts: the same events,
 // repeats dropped the same way.
 func Analyze(r io.Reader, opts Options) (*Report, error) {
 	if opts.TopWriters == 0 {
@@ -148,8 +163,6 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 		return nil, fmt.Errorf("tracker config: %w", err)
 	}
 	seen := dedupe.New(opts.DedupeSize)
-	d := decode.NewLimitedDecoder(0, decode.Limits{MaxValueBytes: opts.MaxValueBytes, MaxEvents: decode.DefaultMaxEvents, RequireItems: true})
-	var one decode.Event
 	sk := &rep.Skipped
 	observe := func(n int, ev *decode.Event) {
 		if ts := ev.When(); ev.Attributable() && !ts.IsZero() && ts.After(latest) {
@@ -173,53 +186,41 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 			}
 		}
 	}
-	err = decode.ScanLines(r, opts.MaxLineBytes, func(n int, line []byte) {
-		if isEventList(line) {
-			events, err := d.DecodeList(line)
-			switch {
-			case errors.Is(err, decode.ErrNotEventList):
-				sk.add(n, &sk.NotAuditEvents)
-			case errors.Is(err, decode.ErrTooManyEvents):
-				sk.add(n, &sk.TooManyEvents)
-			case err != nil:
-				sk.add(n, &sk.Malformed)
-			}
-			if err != nil {
-				return
-			}
-			foreign := false
-			for i := range events {
-				if events[i].IsAuditEvent() {
-					observe(n, &events[i])
-				} else {
-					foreign = true
-				}
-			}
-			if foreign { // the line's other items are read; the line is reported
-				sk.add(n, &sk.NotAuditEvents)
-			}
-			return
+	sum, err := managed.Read(r, managed.ReadOptions{
+		MaxLineBytes: opts.MaxLineBytes,
+		Limits:       managed.Limits{MaxValueBytes: opts.MaxValueBytes, MaxEvents: decode.DefaultMaxEvents},
+	}, func(n int, events []decode.Event) {
+		for i := range events {
+			observe(n, &events[i])
 		}
-		switch err := d.DecodeEvent(line, &one); {
-		case err != nil:
-			sk.add(n, &sk.Malformed)
-		case !one.IsAuditEvent():
-			sk.add(n, &sk.NotAuditEvents)
+	}, func(u managed.Unreadable) {
+		switch {
+		case errors.Is(u.Err, decode.ErrTooManyEvents):
+			sk.addN(u.Line, u.Records, &sk.TooManyEvents)
+		case errors.Is(u.Err, decode.ErrNotEventList), u.Reason == managed.RecordNotAudit:
+			sk.addN(u.Line, u.Records, &sk.NotAuditEvents)
+		case u.Reason == managed.RecordTooLarge:
+			sk.addN(u.Line, u.Records, &sk.TooLong)
+		case u.Reason == managed.RecordUnmappable:
+			sk.addN(u.Line, u.Records, &sk.Unmappable)
+		case u.Reason == managed.RecordTruncated:
+			sk.addN(u.Line, u.Records, &sk.Truncated)
 		default:
-			observe(n, &one)
+			sk.addN(u.Line, u.Records, &sk.Malformed)
 		}
-	}, func(n int) { sk.add(n, &sk.TooLong) })
+	})
 	if err != nil {
 		return nil, err
+	}
+	rep.Forms = map[string]int{}
+	for f, n := range sum.Forms {
+		if n > 0 {
+			rep.Forms[managed.Form(f).String()] += n
+		}
 	}
 	rep.Fights, rep.HotObjects, rep.Races = tr.Fights(), tr.HotObjects(), tr.Races()
 	rep.finish(opts.TopWriters, conflicts)
 	return rep, nil
-}
-
-func isEventList(line []byte) bool {
-	head := line[:min(len(line), 256)]
-	return bytes.Contains(head, []byte(`"EventList"`)) || bytes.HasPrefix(head, []byte(`{"items"`))
 }
 
 func (r *Report) finish(top int, conflicts map[string]*ActorConflicts) {

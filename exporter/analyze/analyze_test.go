@@ -141,7 +141,7 @@ func TestAnalyzeCountsRepeatedLinesOnce(t *testing.T) {
 			if got.Skipped.Lines != 2*want.Skipped.Lines {
 				t.Errorf("%d lines skipped, want %d", got.Skipped.Lines, 2*want.Skipped.Lines)
 			}
-			got.Duplicates, got.Skipped = want.Duplicates, want.Skipped
+			got.Duplicates, got.Skipped, got.Forms = want.Duplicates, want.Skipped, want.Forms
 			var g, w bytes.Buffer
 			if err := got.WriteJSON(&g); err != nil {
 				t.Fatal(err)
@@ -177,19 +177,24 @@ func TestAnalyzeReadsOlderEventVersions(t *testing.T) {
 }
 
 // TestAnalyzeReportsLinesItDoesNotUnderstand: a GKE Cloud Audit Log entry and an AKS diagnostic
-// record wrap audit data in another format; they are reported with their line numbers, not read
+// record wrap audit data in another format, which is recognised and read; a line of another
+// program's JSON log and a line that is not JSON are reported with their line numbers, not read
 // as stage-less events.
 func TestAnalyzeReportsLinesItDoesNotUnderstand(t *testing.T) {
 	rep := analyzeBytes(t, readFixture(t, "foreign.jsonl"))
-	want := Skipped{Lines: 3, Malformed: 1, NotAuditEvents: 2, FirstLines: []int{2, 4, 5}}
-	if rep.Events != 2 || fmt.Sprint(rep.Skipped) != fmt.Sprint(want) {
-		t.Fatalf("%d events, skipped %+v; want 2 events, skipped %+v", rep.Events, rep.Skipped, want)
+	want := Skipped{Lines: 2, Malformed: 1, NotAuditEvents: 1, FirstLines: []int{5, 7}}
+	if rep.Events != 4 || fmt.Sprint(rep.Skipped) != fmt.Sprint(want) {
+		t.Fatalf("%d events, skipped %+v; want 4 events, skipped %+v", rep.Events, rep.Skipped, want)
+	}
+	wantForms := map[string]int{"audit log (JSON lines)": 2, "GKE Cloud Logging entry": 1, "AKS resource-log record": 1, "unknown": 2}
+	if fmt.Sprint(rep.Forms) != fmt.Sprint(wantForms) {
+		t.Errorf("forms %v, want %v", rep.Forms, wantForms)
 	}
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "Skipped lines: 1 malformed, 2 not audit events (another format, such as a cloud provider's log entry) (first: line 2, 4, 5)") {
+	if !strings.Contains(text.String(), "Skipped lines: 1 malformed, 1 not audit events (another format, such as a cloud provider's log entry) (first: line 5, 7)") {
 		t.Fatalf("report does not list the skipped lines:\n%s", text.String())
 	}
 }

@@ -72,6 +72,14 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Events > 0 {
 		p("Time span: %s\n", span(r.First, r.Last))
 	}
+	if len(r.Forms) > 0 {
+		forms := make([]string, 0, len(r.Forms))
+		for f, n := range r.Forms {
+			forms = append(forms, fmt.Sprintf("%s (%d)", f, n))
+		}
+		sort.Strings(forms)
+		p("Read as: %s\n", strings.Join(forms, ", "))
+	}
 	if sk := r.Skipped; sk.Lines > 0 {
 		var why []string
 		for _, c := range []struct {
@@ -81,6 +89,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			{sk.Malformed, "malformed"}, {sk.TooLong, "too long"},
 			{sk.NotAuditEvents, "not audit events (another format, such as a cloud provider's log entry)"},
 			{sk.TooManyEvents, "event lists over the event limit"}, {sk.Unattributable, "events without a verb or user"},
+			{sk.Unmappable, "cloud audit log entries that cannot be mapped"}, {sk.Truncated, "events truncated by CloudWatch Logs"},
 		} {
 			if c.n > 0 {
 				why = append(why, fmt.Sprintf("%d %s", c.n, c.what))

@@ -3,6 +3,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -59,6 +60,8 @@ type ExporterOptions struct {
 	Debug        bool
 	// tracker is what the tracker flags set, copied into Exporter once they are parsed.
 	tracker *track.Config
+	// managed are the managed-cluster sources' flags.
+	managed managedFlags
 }
 
 // ParseExporterArgs parses args (without the subcommand) as `loopwatch exporter` does: the deploy
@@ -69,6 +72,7 @@ func ParseExporterArgs(args []string) (ExporterOptions, error) {
 		return ExporterOptions{}, err
 	}
 	opts.Exporter.Tracker = *opts.tracker
+	opts.Server.Firehose, opts.Server.PubSub = opts.managed.firehose(), opts.managed.pubSub()
 	return *opts, nil
 }
 
@@ -82,6 +86,7 @@ func newExporterCommand() (*cobra.Command, *ExporterOptions) {
 	opts := &ExporterOptions{}
 	srv, ecfg := &opts.Server, &opts.Exporter
 	ingestFile, maxLineBytes, debug := &opts.IngestFile, &opts.MaxLineBytes, &opts.Debug
+	m := &opts.managed
 	cmd := &cobra.Command{
 		Use:   "exporter",
 		Short: "Receive Kubernetes audit events and export per-actor writes, fights, hot objects and replica races",
@@ -90,7 +95,13 @@ func newExporterCommand() (*cobra.Command, *ExporterOptions) {
 and/or bearer token, and exposes the metrics on /metrics (plus /healthz and /readyz).
 
 With --ingest-file it reads an audit log in the log backend's JSON-lines format (or stdin with
-"-") and then keeps serving /metrics; the webhook is then served only when credentials are set.`,
+"-") and then keeps serving /metrics; the webhook is then served only when credentials are set.
+
+On managed clusters, where no one can set the API server's audit webhook, it takes the audit
+events the provider hands out instead (README "Managed clusters"): EKS's through Amazon Data
+Firehose (--firehose-access-key-file, path /firehose), GKE's through a Pub/Sub push subscription
+(--pubsub-audience and/or --pubsub-secret-file, path /pubsub), AKS's from an Event Hub through
+its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-string-file).`,
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.Flags()
@@ -121,6 +132,7 @@ With --ingest-file it reads an audit log in the log backend's JSON-lines format 
 	fs.StringVar(ingestFile, "ingest-file", "", `audit log (JSON lines) to ingest, "-" for stdin`)
 	fs.IntVar(maxLineBytes, "max-line-bytes", exporter.DefaultMaxLineBytes, "longest audit log line ingested")
 	fs.BoolVar(debug, "debug", false, "debug logging")
+	m.bind(fs)
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := newLogger(cmd.ErrOrStderr(), *debug)
@@ -129,6 +141,7 @@ With --ingest-file it reads an audit log in the log backend's JSON-lines format 
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		ecfg.Tracker, ecfg.Registerer, ecfg.Logger = *tcfg, reg, log
+		srv.Firehose, srv.PubSub = m.firehose(), m.pubSub()
 		bound, err := exporter.MemoryBound(*ecfg, *srv)
 		if err != nil {
 			return err
@@ -139,24 +152,39 @@ With --ingest-file it reads an audit log in the log backend's JSON-lines format 
 			runtimedebug.SetMemoryLimit(bound.Total())
 		}
 		log.Info("Memory bound", "dedupe", bound.Dedupe, "tracker", bound.Tracker, "bodies", bound.Bodies,
-			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "total", bound.Total())
+			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "sources", bound.Sources, "total", bound.Total())
 		e, err := exporter.New(*ecfg)
 		if err != nil {
 			return err
 		}
 		srv.Gatherer, srv.Logger = reg, log
+		reader, err := m.eventHub(e, ecfg.MaxValueBytes, log)
+		if err != nil {
+			return err
+		}
 		if *ingestFile != "" {
 			if err := ingest(ctx, e, *ingestFile, *maxLineBytes, cmd.InOrStdin()); err != nil {
 				return err
 			}
 			log.Info("Ingested audit log", "file", *ingestFile)
+		}
+		if *ingestFile != "" || m.any() {
 			srv.DisableWebhook = srv.ClientCAFile == "" && srv.TokenFile == ""
 		}
 		s, err := exporter.NewServer(*srv, e)
 		if err != nil {
 			return err
 		}
-		return s.ListenAndServe(ctx)
+		if reader == nil {
+			return s.ListenAndServe(ctx)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- reader.Run(ctx) }()
+		err = s.ListenAndServe(ctx)
+		cancel()
+		return errors.Join(err, <-done)
 	}
 	return cmd, opts
 }

@@ -34,6 +34,8 @@ type Decoder struct {
 	last [maxSlots]string
 	// hours caches the date and hour of the last timestamp.
 	hours hourCache
+	// entry is what the parse functions of a Cloud Logging entry (logentry.go) keep.
+	entry logEntryState
 	// generalOnly turns the fast path off (for the tests that compare the two); fallbacks counts
 	// the events the fast path handed to the general path.
 	generalOnly bool
@@ -218,6 +220,7 @@ func (d *Decoder) decodeEvent(ev *Event) error {
 	}
 	s.pos, s.depth, s.stack = pos, depth, s.stack[:stack]
 	*ev = Event{}
+	d.entry.reset()
 	d.fallbacks++
 	return d.event(ev)
 }
@@ -260,7 +263,7 @@ func (d *Decoder) object(ev *Event, sch *schema) error {
 			err = d.time(m.time(ev))
 		case kindTimeRFC3339:
 			err = d.timeRFC3339(m.time(ev))
-		case kindHash, kindURI:
+		case kindHash, kindURI, kindParsed:
 			err = d.hashOrURI(ev, m)
 		case kindInt32:
 			err = d.int32(m.int32(ev), m.path)
@@ -270,7 +273,7 @@ func (d *Decoder) object(ev *Event, sch *schema) error {
 			case err != nil:
 			case null:
 				if m.kind != kindStruct {
-					clearKept(ev, m.sch)
+					d.clearKept(ev, m.sch)
 				}
 			case m.kind == kindStruct || m.kind == kindPointer:
 				err = d.object(ev, m.sch)
@@ -290,7 +293,8 @@ func (d *Decoder) object(ev *Event, sch *schema) error {
 	}
 }
 
-// hashOrURI reads a string kept as a hash, or a URI kept as query parameters.
+// hashOrURI reads a string kept as a hash, a URI kept as query parameters, or a string handed
+// to a parse function.
 func (d *Decoder) hashOrURI(ev *Event, m *member) error {
 	if null, err := d.s.isNull(); null || err != nil {
 		return err
@@ -299,9 +303,12 @@ func (d *Decoder) hashOrURI(ev *Event, m *member) error {
 	if err != nil {
 		return err
 	}
-	if m.kind == kindHash {
+	switch m.kind {
+	case kindHash:
 		m.setHash(ev, b)
-	} else {
+	case kindParsed:
+		m.parse(d, ev, b)
+	default:
 		d.params(ev, m.sch, b)
 	}
 	return nil

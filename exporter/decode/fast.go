@@ -96,7 +96,7 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 
 		// The value.
 		switch m.kind {
-		case kindString, kindHash, kindURI:
+		case kindString, kindHash, kindURI, kindParsed:
 			if p >= len(data) || data[p] != '"' {
 				return false // null (or not a string): the general path decides
 			}
@@ -127,6 +127,8 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 				if *nonEmpty = len(b) > 0; *nonEmpty {
 					*h = HashAuditID(b)
 				}
+			case kindParsed:
+				m.parse(d, ev, b)
 			default:
 				d.params(ev, m.sch, b)
 			}

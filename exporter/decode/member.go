@@ -29,6 +29,7 @@ const (
 	kindStringListMap             // map[string][]string: the entries its rows list (each kindFirstString); null clears them
 	kindFirstString               // []string, its first element interned into a string field ("" when empty or null)
 	kindTimeRFC3339               // metav1.Time in RFC 3339 with seconds (older event versions) into a time.Time field; null is the zero time
+	kindParsed                    // a string handed to a function that reads what it means (see parsed); null leaves it
 )
 
 // field is one row of the schema: a member's JSON name (an object's key, a map's key, or a
@@ -51,7 +52,15 @@ type value struct {
 	legacy bool
 	// needle (map entries only) keeps an entry's value only when it contains these bytes.
 	needle string
+	// parse (kindParsed) receives the string.
+	parse parseFunc
 }
+
+// parseFunc receives the bytes of a string member (valid only during the call) and keeps what
+// it means in the event or in the decoder's per-document state; nil bytes mean the member's
+// enclosing pointer was null (clear what it keeps). It never fails: a value it cannot read is
+// remembered in that state and reported when the document is complete, so both paths agree.
+type parseFunc func(d *Decoder, ev *Event, b []byte)
 
 // into is never written: the constructors below take the address of one of its fields, so that
 // a row names the Event field it fills and the compiler checks that field's type.
@@ -119,6 +128,10 @@ func integer(f *int32) value {
 	return value{kind: kindInt32, to: offsetOf(unsafe.Pointer(f), unsafe.Sizeof(*f))}
 }
 
+// parsed hands a string's bytes to f, for members whose value must be taken apart (a method
+// name naming verb, group and resource) rather than kept whole.
+func parsed(f parseFunc) value { return value{kind: kindParsed, parse: f} }
+
 // object is a struct whose members are described by members.
 func object(members []field) value { return value{kind: kindStruct, fields: members} }
 
@@ -140,6 +153,9 @@ type schema struct {
 	// firsts has bit c set when a member's name starts with byte c (map entries): most keys of a
 	// map are then passed over with one test, not compared with every row.
 	firsts [4]uint64
+	// slots (the root only) is the number of Decoder.last slots the rows use; parse functions
+	// may use the slots after them.
+	slots uint
 }
 
 // mayName reports whether a key starting with byte c can name one of the rows.
@@ -163,6 +179,8 @@ type member struct {
 	needle string
 	// path names the member in error messages, e.g. "responseStatus.code".
 	path string
+	// parse (kindParsed) receives the string.
+	parse parseFunc
 }
 
 // maxKeyLen bounds struct member names: `,"name":` must fit the fast path's 32-byte compare.
@@ -180,7 +198,9 @@ const maxParams = 64
 // compile turns the rows of the event object into its schema, numbering the cache slots.
 func compile(rows []field) *schema {
 	c := &compiler{}
-	return c.schema(rows, "", kindStruct, 0)
+	sch := c.schema(rows, "", kindStruct, 0)
+	sch.slots = c.slots
+	return sch
 }
 
 // compiler numbers the members that keep an interned string: each has its own slot in
@@ -204,6 +224,7 @@ func (c *compiler) schema(rows []field, path string, parent kind, depth int) *sc
 		if m.needle != "" && parent != kindStringMap {
 			panic(fmt.Sprintf("decode: %s: only string map entries keep values by content", f.name))
 		}
+		m.kind, m.to, m.flag, m.name, m.parse = f.kind, f.to, f.flag, f.name, f.parse
 		if parent == kindStringMap || parent == kindStringListMap {
 			m.name, m.prefix = strings.CutSuffix(f.name, "*")
 		}
@@ -254,7 +275,7 @@ var kindNames = [...]string{
 	kindSkip: "skip", kindStringList: "stringList", kindString: "str", kindFirstString: "firstOf",
 	kindHash: "hashed", kindURI: "uriQuery", kindTime: "timestamp", kindInt32: "integer",
 	kindStruct: "object", kindPointer: "pointer", kindStringMap: "stringMap",
-	kindStringListMap: "stringListMap", kindTimeRFC3339: "legacyTime",
+	kindStringListMap: "stringListMap", kindTimeRFC3339: "legacyTime", kindParsed: "parsed",
 }
 
 func hasControl(s string) bool {
@@ -326,8 +347,9 @@ func (m *member) setHash(ev *Event, b []byte) {
 	*hp, *nonEmpty = h, len(b) > 0
 }
 
-// clearKept zeroes every field of ev that the rows of sch fill (a null pointer or map).
-func clearKept(ev *Event, sch *schema) {
+// clearKept zeroes every field of ev that the rows of sch fill (a null pointer or map), and
+// tells parse functions to forget what they kept.
+func (d *Decoder) clearKept(ev *Event, sch *schema) {
 	for i := range sch.members {
 		m := &sch.members[i]
 		switch m.kind {
@@ -339,8 +361,10 @@ func clearKept(ev *Event, sch *schema) {
 			*m.time(ev) = time.Time{}
 		case kindInt32:
 			*m.int32(ev) = 0
+		case kindParsed:
+			m.parse(d, ev, nil)
 		case kindURI, kindStruct, kindPointer, kindStringMap, kindStringListMap:
-			clearKept(ev, m.sch)
+			d.clearKept(ev, m.sch)
 		}
 	}
 }
