@@ -76,12 +76,11 @@ func classify(namespace string) defaultClassification {
 
 // flowSchemaFor is one named controller's FlowSchema settings, defaults resolved.
 type flowSchemaFor struct {
-	controller            APFController
-	namespace, name       string
-	priorityLevel         string
-	precedence            int32
-	today                 defaultClassification
-	priorityLevelIsTodays bool
+	controller      APFController
+	namespace, name string
+	priorityLevel   string
+	precedence      int32
+	today           defaultClassification
 }
 
 // resolve fills in the defaults of a validated controller entry.
@@ -93,7 +92,6 @@ func (c APFController) resolve() flowSchemaFor {
 	if f.priorityLevel == "" {
 		f.priorityLevel = today.PriorityLevel
 	}
-	f.priorityLevelIsTodays = f.priorityLevel == today.PriorityLevel
 	if f.precedence == 0 {
 		f.precedence = today.Precedence - 1
 	}
@@ -181,7 +179,7 @@ func (f flowSchemaFor) object() flowcontrolv1.FlowSchema {
 func (f flowSchemaFor) comment() string {
 	s := fmt.Sprintf("# %s%s: ServiceAccount %s/%s. Today FlowSchema %s (matchingPrecedence %d) sends it to priority level %s;",
 		flowSchemaPrefix, f.controller.Name, f.namespace, f.name, f.today.FlowSchema, f.today.Precedence, f.today.PriorityLevel)
-	if f.priorityLevelIsTodays {
+	if f.priorityLevel == f.today.PriorityLevel {
 		s += fmt.Sprintf(" this one (%d) keeps it there, and %s (%d) still takes the requests it takes today.", f.precedence, f.today.Keep, f.today.KeepPrecedence)
 	} else {
 		s += fmt.Sprintf(" this one (%d) sends it to %s, as configured.", f.precedence, f.priorityLevel)
