@@ -49,8 +49,9 @@ var (
 		Labels:  []string{LabelPriorityLevel, LabelFlowSchema, "execute"},
 		Buckets: []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30},
 	}
-	// APIServerFlowcontrolCurrentInqueueRequests exists for a FlowSchema only once one of its
-	// requests has been queued.
+	// APIServerFlowcontrolCurrentInqueueRequests: on a priority level with queues every request
+	// passes through a queue, even for no time, so the series exists (at 0 when nothing waits)
+	// from a FlowSchema's first request; a level that rejects instead of queuing never has it.
 	APIServerFlowcontrolCurrentInqueueRequests = Metric{
 		Name: "apiserver_flowcontrol_current_inqueue_requests", Type: Gauge, Source: SourceKubeAPIServer,
 		Help:   "[BETA] Number of requests currently pending in queues of the API Priority and Fairness subsystem",

@@ -44,7 +44,6 @@ var targetLabels = map[string]string{"cluster": "e2e", "namespace": workloadName
 var noDataInHealthyRun = map[string]string{
 	"loopwatch-exporter.json/API server audit errors/1":               "kube-apiserver creates apiserver_audit_error_total only when an audit backend fails; the exporter here never does",
 	"loopwatch-apf.json/Rejected requests by controller and reason/1": "API Priority and Fairness rejects nothing at this load (TestAPFFlowSchemasOnRealAPIServer provokes rejections)",
-	"loopwatch-apf.json/Requests in queue by controller/1":            "a FlowSchema gets an in-queue series only once a request waits for a seat; nothing waits at this load",
 }
 
 // recordingRulesWithoutSeries lists recording rules that legitimately yield nothing in this setup,

@@ -65,7 +65,7 @@ func (b *builder) apfDashboard() Dashboard {
 				description: "Interpolated inside the histogram's buckets: read the share panel for exact counts.",
 				targets:     []targetSpec{waitQuantile("0.5", "p50"), waitQuantile("0.99", "p99")}},
 			{title: "Requests in queue by controller", unit: "short", width: 24,
-				description: "Requests of each controller waiting for a seat now. A FlowSchema has this series only once one of its requests has queued.",
+				description: "Requests of each controller waiting for a seat now (none on a priority level that rejects instead of queuing).",
 				targets:     []targetSpec{{expr: sumByLabels(byFlowSchema, gauge("apiserver_flowcontrol_current_inqueue_requests")), legend: legend}}},
 		}},
 	}

@@ -4537,7 +4537,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Requests of each controller waiting for a seat now. A FlowSchema has this series only once one of its requests has queued.",
+          "description": "Requests of each controller waiting for a seat now (none on a priority level that rejects instead of queuing).",
           "editable": false,
           "error": false,
           "fieldConfig": {
