@@ -38,3 +38,10 @@ const (
 	// LabelFinalizer is the finalizer an object waits on.
 	LabelFinalizer = "finalizer"
 )
+
+// The labels of the API server's API Priority and Fairness families: the FlowSchema that
+// classified a request and the priority level that FlowSchema sends it to.
+const (
+	LabelFlowSchema    = "flow_schema"
+	LabelPriorityLevel = "priority_level"
+)

@@ -327,10 +327,12 @@ func checks() []*check {
 			signals: []signalSpec{
 				{name: "rejected webhook requests", unit: UnitPerSecond},
 				{name: "dropped events", unit: UnitPerSecond},
+				{name: "rejected managed-cluster source deliveries", unit: UnitPerSecond},
+				{name: "managed-cluster source records lost", unit: UnitPerSecond},
 			},
 			scope: byNone,
 			gap:   true,
-			next:  "See loopwatch_audit_requests_total by reason: the exporter refuses or drops part of the audit stream, so fights and races may go unseen.",
+			next:  "See loopwatch_audit_requests_total and loopwatch_audit_source_deliveries_total by reason: the exporter refuses or drops part of the audit stream, so fights and races may go unseen.",
 		},
 		{
 			alert: gen.AuditWebhookErrors,
@@ -340,6 +342,39 @@ func checks() []*check {
 			scope: byNone,
 			gap:   true,
 			next:  "The API server drops audit events: check that the exporter is reachable from it and answers quickly.",
+		},
+		{
+			alert: gen.APFRequestsRejected,
+			signals: []signalSpec{
+				{name: "share of the FlowSchema's requests rejected with 429", unit: UnitRatio},
+			},
+			scope:    byNone,
+			explains: []*gen.Alert{gen.ReconcileErrors, gen.APFQueueWaitHigh},
+			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolDispatchedRequestsTotal},
+			optional: true,
+			next:     "The controller of FlowSchema <flow_schema> is throttled: find what it sends (its API calls per reconcile, relists, writes that re-trigger it) before giving priority level <priority_level> more seats.",
+		},
+		{
+			alert: gen.APFQueueWaitHigh,
+			signals: []signalSpec{
+				{name: "share of the FlowSchema's requests that waited longer than the bucket", unit: UnitRatio},
+			},
+			scope:    byNone,
+			explains: []*gen.Alert{gen.ReconcileSlow},
+			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolRequestWaitDurationSeconds},
+			optional: true,
+			next:     "Every seat of priority level <priority_level> is busy: see which FlowSchemas fill it (apiserver_flowcontrol_dispatched_requests_total by flow_schema) and what makes <flow_schema> send more than usual.",
+		},
+		{
+			alert: gen.APFRequestRateHigh,
+			signals: []signalSpec{
+				{name: "requests executed for the FlowSchema", unit: UnitPerSecond},
+			},
+			scope:    byNone,
+			explains: []*gen.Alert{gen.APFRequestsRejected, gen.APFQueueWaitHigh},
+			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolDispatchedRequestsTotal},
+			optional: true,
+			next:     "The controller of FlowSchema <flow_schema> sends many requests: read from its cache, look objects up by field index, and stop writes that re-trigger its reconciles.",
 		},
 	}
 }

@@ -301,6 +301,45 @@
           },
         ],
       },
+      {
+        name: "loopwatch.apf.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
+            alert: "LoopwatchAPFRequestsRejected",
+            expr: "sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m{flow_schema=~\"loopwatch-.+\"})\n/\n(\n  sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m{flow_schema=~\"loopwatch-.+\"})\n  + cluster_priority_level_flow_schema:apiserver_flowcontrol_dispatched_requests:rate5m{flow_schema=~\"loopwatch-.+\"}\n  or\n  sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m{flow_schema=~\"loopwatch-.+\"})\n)\n> %(apfRejectedShare)g" % $._config,
+            [if "%(apfRejectedFor)s" % $._config != '0s' then 'for']: "%(apfRejectedFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "API Priority and Fairness rejects {{ $value | humanizePercentage }} of the requests of the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}) with 429 Too Many Requests: the priority level's seats are busy and the controller's queues are full, or its requests time out in them. The controller slows down and retries.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchAPFRequestsRejected.md" % $._config,
+              summary: "The API server rejects a controller's requests.",
+            },
+          },
+          {
+            alert: "LoopwatchAPFQueueWaitHigh",
+            expr: "1 - (\n  sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_le:apiserver_flowcontrol_request_wait_duration_seconds_bucket:rate5m{flow_schema=~\"loopwatch-.+\", le=~\"%(apfQueueWaitBucket)g(\\\\.0)?\"})\n  /\n  sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_le:apiserver_flowcontrol_request_wait_duration_seconds_bucket:rate5m{flow_schema=~\"loopwatch-.+\", le=\"+Inf\"})\n) > %(apfQueueWaitShare)g" % $._config,
+            [if "%(apfQueueWaitFor)s" % $._config != '0s' then 'for']: "%(apfQueueWaitFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "{{ $value | humanizePercentage }} of the requests of the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}) waited more than %(apfQueueWaitBucket)gs in API Priority and Fairness queues: every seat of the priority level is busy. Look for the FlowSchemas that fill the level, and for what makes this controller send more than usual." % $._config,
+              runbook_url: "%(runbookBaseURL)sLoopwatchAPFQueueWaitHigh.md" % $._config,
+              summary: "A controller's requests wait long in the API server's queues.",
+            },
+          },
+          {
+            alert: "LoopwatchAPFRequestRateHigh",
+            expr: "cluster_priority_level_flow_schema:apiserver_flowcontrol_dispatched_requests:rate5m{flow_schema=~\"loopwatch-.+\"} > %(apfRequestRateThreshold)g" % $._config,
+            [if "%(apfRequestRateFor)s" % $._config != '0s' then 'for']: "%(apfRequestRateFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "The API server executes {{ $value | printf \"%.1f\" }} requests per second for the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}). A controller reading from its cache sends few: look for reads per reconcile (N+1), writes that re-trigger reconciles, or relists.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchAPFRequestRateHigh.md" % $._config,
+              summary: "A controller sends many requests to the API server.",
+            },
+          },
+        ],
+      },
     ],
   },
 }

@@ -100,6 +100,24 @@
           },
         ],
       },
+      {
+        name: "loopwatch.apf.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
+            record: "cluster_priority_level_flow_schema:apiserver_flowcontrol_dispatched_requests:rate5m",
+            expr: "sum by (%(clusterLabel)s, priority_level, flow_schema) (rate(apiserver_flowcontrol_dispatched_requests_total{%(apiserverSelector)s}[5m]))" % $._config,
+          },
+          {
+            record: "cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m",
+            expr: "sum by (%(clusterLabel)s, priority_level, flow_schema, reason) (rate(apiserver_flowcontrol_rejected_requests_total{%(apiserverSelector)s}[5m]))" % $._config,
+          },
+          {
+            record: "cluster_priority_level_flow_schema_le:apiserver_flowcontrol_request_wait_duration_seconds_bucket:rate5m",
+            expr: "sum by (%(clusterLabel)s, priority_level, flow_schema, le) (rate(apiserver_flowcontrol_request_wait_duration_seconds_bucket{%(apiserverSelector)s}[5m]))" % $._config,
+          },
+        ],
+      },
     ],
   },
 }
