@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/loopwatch/loopwatch/exporter"
 	"github.com/loopwatch/loopwatch/gen"
 	"github.com/loopwatch/loopwatch/internal/demo"
+	"github.com/loopwatch/loopwatch/internal/serve"
 	"github.com/loopwatch/loopwatch/internal/stack"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 )
@@ -115,20 +115,7 @@ func (e *env) startExporter(t *testing.T) *stack.AuditWebhook {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("exporter: %v", err)
-		}
-	})
-	addr := l.Addr().String()
+	addr := serve.Loopback(t, srv)
 	e.exporter = stack.ScrapeTarget{
 		Job: exporterJob, Addresses: []string{addr}, Scheme: "https", TLS: &stack.TLSFiles{CAFile: caFile},
 		Labels: map[string]string{"namespace": "monitoring", "pod": "loopwatch-exporter-0"},
