@@ -116,8 +116,19 @@ func (e *env) startExporter(t *testing.T) *stack.AuditWebhook {
 		t.Fatal(err)
 	}
 	addr := serve.Loopback(t, srv)
+	// The exporter's /metrics names users and objects: Prometheus presents a client
+	// certificate of the CA the exporter trusts, as the API server does.
+	scraper, err := ca.Client("prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scraperCert, scraperKey, err := scraper.Write(e.dir, "prometheus-client")
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.exporter = stack.ScrapeTarget{
-		Job: exporterJob, Addresses: []string{addr}, Scheme: "https", TLS: &stack.TLSFiles{CAFile: caFile},
+		Job: exporterJob, Addresses: []string{addr}, Scheme: "https",
+		TLS: &stack.TLSFiles{CAFile: caFile, CertFile: scraperCert, KeyFile: scraperKey},
 		Labels: map[string]string{"namespace": "monitoring", "pod": "loopwatch-exporter-0"},
 	}
 	return &stack.AuditWebhook{URL: "https://" + addr + exporter.WebhookPath, CAData: ca.CertPEM(),
