@@ -128,7 +128,7 @@ func (e *env) startExporter(t *testing.T) *stack.AuditWebhook {
 	}
 	e.exporter = stack.ScrapeTarget{
 		Job: exporterJob, Addresses: []string{addr}, Scheme: "https",
-		TLS: &stack.TLSFiles{CAFile: caFile, CertFile: scraperCert, KeyFile: scraperKey},
+		TLS:    &stack.TLSFiles{CAFile: caFile, CertFile: scraperCert, KeyFile: scraperKey},
 		Labels: map[string]string{"namespace": "monitoring", "pod": "loopwatch-exporter-0"},
 	}
 	return &stack.AuditWebhook{URL: "https://" + addr + exporter.WebhookPath, CAData: ca.CertPEM(),
