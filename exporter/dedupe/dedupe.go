@@ -44,13 +44,15 @@ func Bytes(size int) int64 {
 	return 2 * 8 * int64(tableSlots(size))
 }
 
-// Seen records the event and reports whether an event with the same key was seen before.
-// subject hashes the event's actor and object (see Key); it is track.SkipFunc.
-func (w *Window) Seen(ev *decode.Event, subject uint64) bool {
+// Key is the event's key (see the package function Key); with Seen it makes a window a
+// track.Deduplicator, which computes a batch's keys before it looks them up.
+func (w *Window) Key(ev *decode.Event, subject uint64) uint64 { return Key(ev, subject) }
+
+// Seen records an event's key and reports whether it was seen before.
+func (w *Window) Seen(k uint64) bool {
 	if w.size == 0 {
 		return false
 	}
-	k := Key(ev, subject)
 	if w.cur.has(k) || w.prev.has(k) {
 		return true
 	}

@@ -73,7 +73,7 @@ func TestWindow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := New(tc.size)
 			for i, e := range tc.events {
-				if got := w.Seen(e, subject(e)); got != tc.want[i] {
+				if got := w.Seen(w.Key(e, subject(e))); got != tc.want[i] {
 					t.Fatalf("event %d: seen %v, want %v", i, got, tc.want[i])
 				}
 			}

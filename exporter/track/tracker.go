@@ -73,16 +73,17 @@ type Tracker struct {
 	fightWindow, hotWindow, raceWindow uint32
 
 	// obs is the observation handed to the sink, w the write being tracked; hashes holds, for
-	// each event of the batch being observed, its actor's and object's hashes, or zero when the
-	// event does not count. All are reused from batch to batch.
+	// each event of the batch being observed, its actor's and object's hashes and its
+	// deduplication key, or zero when the event does not count. All are reused from batch to
+	// batch.
 	obs    Observation
 	w      objectWrite
 	hashes []eventHashes
 }
 
 // eventHashes are an event's actor and object hashes, computed once per event: they key the
-// tracker's state and, combined (Subject), the caller's deduplication.
-type eventHashes struct{ actor, object uint64 }
+// tracker's state and, combined (subject), the deduplicator's key, which is kept beside them.
+type eventHashes struct{ actor, object, key uint64 }
 
 // Subject combines the actor and object hashes: who did what to which object, for a
 // deduplicator's key.
@@ -126,11 +127,11 @@ type BatchResult struct {
 	IgnoredStage int
 	// Unattributable events complete a request but name no verb or no user.
 	Unattributable int
-	// Skipped events were dropped by the caller's skip function (duplicates).
+	// Skipped events were dropped by the caller's deduplicator (duplicates).
 	Skipped int
 }
 
-// classify says what becomes of an event before skip is asked.
+// classify says what becomes of an event before the deduplicator sees it.
 func classify(ev *decode.Event, r *BatchResult) bool {
 	switch {
 	case !ev.Counts():
@@ -143,36 +144,50 @@ func classify(ev *decode.Event, r *BatchResult) bool {
 	return false
 }
 
-// SkipFunc lets the caller of ObserveBatch and Observe drop an attributable event before it is
-// tracked (a duplicate): it is called with the tracker's lock held, so it needs no lock of its
-// own, and gets the event's subject, a hash of its actor and object (with the tracker's random
-// seed), so that it need not hash them again.
-type SkipFunc func(ev *decode.Event, subject uint64) bool
+// Deduplicator lets the caller of ObserveBatch and Observe drop an attributable event before it
+// is tracked (a duplicate). It is called with the tracker's lock held, so it needs no lock of its
+// own. Key gets the event's subject, a hash of its actor and object (with the tracker's random
+// seed), so that it need not hash them again. Key and Seen are apart so that a batch's keys are
+// all computed before its lookups, which are cache misses: back to back, with nothing else
+// between them, the processor overlaps them instead of waiting for each (computing each key
+// between two lookups made the deduplication step of a batch nearly twice as slow).
+type Deduplicator interface {
+	// Key is the event's identity, never 0.
+	Key(ev *decode.Event, subject uint64) uint64
+	// Seen records key and reports whether it was seen before.
+	Seen(key uint64) bool
+}
 
 // ObserveBatch tracks the attributable events of a batch (decode.Event.Attributable: at a stage
-// that completes a request, with a verb and a user); the others are ignored. skip, when non-nil,
-// is called for every attributable event, in order, before any is tracked.
-func (t *Tracker) ObserveBatch(events []decode.Event, skip SkipFunc) (r BatchResult) {
+// that completes a request, with a verb and a user); the others are ignored. dedupe, when
+// non-nil, sees every attributable event, in order, before any is tracked.
+func (t *Tracker) ObserveBatch(events []decode.Event, dedupe Deduplicator) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	t.maybeDecay(now)
-	// skip runs over the whole batch first, in a loop of its own: a deduplicator's lookups are
-	// cache misses, and back to back the processor overlaps them instead of waiting for each.
+	// The whole batch is hashed and keyed first, then deduplicated in a loop of its own (see
+	// Deduplicator), then tracked.
 	hashes := t.hashes[:0]
 	for i := range events {
-		ev := &events[i]
 		var h eventHashes
-		if classify(ev, &r) {
+		if ev := &events[i]; classify(ev, &r) {
 			h = t.hashesOf(ev)
-			if skip != nil && skip(ev, h.subject()) {
-				h = eventHashes{}
-				r.Skipped++
+			if dedupe != nil {
+				h.key = dedupe.Key(ev, h.subject())
 			}
 		}
 		hashes = append(hashes, h)
 	}
 	t.hashes = hashes
+	if dedupe != nil {
+		for i := range hashes {
+			if hashes[i].actor != 0 && dedupe.Seen(hashes[i].key) {
+				hashes[i] = eventHashes{}
+				r.Skipped++
+			}
+		}
+	}
 	for i := range events {
 		if hashes[i].actor != 0 {
 			t.observe(&events[i], now, hashes[i])
@@ -183,16 +198,16 @@ func (t *Tracker) ObserveBatch(events []decode.Event, skip SkipFunc) (r BatchRes
 	return r
 }
 
-// Observe tracks one event, unless it is not attributable or skip (when non-nil) drops it; it
-// reports what became of it.
-func (t *Tracker) Observe(ev *decode.Event, skip SkipFunc) (r BatchResult) {
+// Observe tracks one event, unless it is not attributable or dedupe (when non-nil) has seen it;
+// it reports what became of it.
+func (t *Tracker) Observe(ev *decode.Event, dedupe Deduplicator) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !classify(ev, &r) {
 		return r
 	}
 	h := t.hashesOf(ev)
-	if skip != nil && skip(ev, h.subject()) {
+	if dedupe != nil && dedupe.Seen(dedupe.Key(ev, h.subject())) {
 		r.Skipped++
 		return r
 	}
