@@ -13,12 +13,8 @@
 package dedupe
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"math/bits"
-	"unsafe"
-
 	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/internal/keyhash"
 )
 
 // DefaultSize is the default number of keys per generation: enough for 10 API servers × 4000
@@ -66,21 +62,17 @@ func (w *Window) Seen(k uint64) bool {
 
 // seed makes keys unpredictable outside the process, so that nobody can choose two distinct
 // requests with one key.
-var seed = func() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:])
-}()
+var seed = keyhash.Seed()
 
 // Key is the event's identity (never 0): a hash of its auditID, stage, timestamps, verb and
 // response code and of subject, a hash of its actor and object that the caller computed with a
 // seed of its own (the tracker's).
 func Key(ev *decode.Event, subject uint64) uint64 {
-	a := mix(seed, ev.AuditIDHash)
-	a = mix(a, uint64(ev.StageTimestamp.UnixMicro()))
-	a = mix(a, uint64(ev.RequestReceived.UnixMicro())^uint64(ev.Timestamp.Unix())<<1)
-	a = mix(a, uint64(uint32(ev.Code))|btoi(ev.HasAuditID)<<32|uint64(len(ev.Stage))<<40)
-	h := mix(mixString(a, ev.Verb), subject)
+	a := keyhash.Mix(seed, ev.AuditIDHash)
+	a = keyhash.Mix(a, uint64(ev.StageTimestamp.UnixMicro()))
+	a = keyhash.Mix(a, uint64(ev.RequestReceived.UnixMicro())^uint64(ev.Timestamp.Unix())<<1)
+	a = keyhash.Mix(a, uint64(uint32(ev.Code))|btoi(ev.HasAuditID)<<32|uint64(len(ev.Stage))<<40)
+	h := keyhash.Mix(keyhash.String(a, ev.Verb), subject)
 	if h == 0 {
 		h = 1
 	}
@@ -92,49 +84,6 @@ func btoi(b bool) uint64 {
 		return 1
 	}
 	return 0
-}
-
-// mix folds v into h (a multiply-xorshift round: each step is a bijection of h for a fixed v).
-func mix(h, v uint64) uint64 {
-	h = (h ^ v) * 0x9e3779b97f4a7c15
-	return h ^ h>>32
-}
-
-// mixString folds s into h sixteen bytes at a time (one 128-bit multiply each, as wyhash does),
-// the last block ending with its length so that the boundaries between consecutive strings
-// count. Every byte of s is read: blocks, then an overlapping last block, or for short strings
-// loads that together cover it.
-func mixString(h uint64, s string) uint64 {
-	n := len(s)
-	b := unsafe.Slice(unsafe.StringData(s), n)
-	var lo, hi uint64
-	switch {
-	case n > 16:
-		for len(b) > 16 {
-			h = mum(h^binary.LittleEndian.Uint64(b), k1^binary.LittleEndian.Uint64(b[8:]))
-			b = b[16:]
-		}
-		b = unsafe.Slice(unsafe.StringData(s[n-16:]), 16)
-		lo, hi = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
-	case n >= 8:
-		lo, hi = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
-	case n >= 4:
-		lo = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<32
-	case n > 0:
-		lo = uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16
-	}
-	return mum(h^lo, k2^hi^uint64(n))
-}
-
-const (
-	k1 = 0xe7037ed1a0b428db
-	k2 = 0xa0761d6478bd642f
-)
-
-// mum multiplies a and b to 128 bits and folds the halves.
-func mum(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	return hi ^ lo
 }
 
 // tableSlots is the slot count of a set holding size keys at most half full.

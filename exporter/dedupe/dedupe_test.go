@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/internal/keyhash"
 )
 
 var t0 = time.Date(2026, 11, 21, 4, 0, 0, 0, time.UTC)
@@ -30,7 +31,11 @@ func with(e *decode.Event, change func(*decode.Event)) *decode.Event {
 
 // subject stands for the tracker's hash of the event's actor and object.
 func subject(e *decode.Event) uint64 {
-	return mixString(mixString(mixString(mixString(mixString(mixString(seed, e.Actor()), e.APIGroup), e.Resource), e.Namespace), e.Name), e.Subresource)
+	h := seed
+	for _, s := range [...]string{e.Actor(), e.APIGroup, e.Resource, e.Namespace, e.Name, e.Subresource} {
+		h = keyhash.String(h, s)
+	}
+	return h
 }
 
 func TestWindow(t *testing.T) {
