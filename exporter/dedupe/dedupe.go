@@ -28,6 +28,8 @@ const DefaultSize = 1 << 19
 type Window struct {
 	size      int
 	cur, prev *hashSet
+	// touched keeps what Drop reads ahead, so that the reads are not optimised away.
+	touched uint64
 }
 
 // New returns a window of two generations of size keys; size 0 remembers nothing.
@@ -40,9 +42,39 @@ func Bytes(size int) int64 {
 	return 2 * 8 * int64(tableSlots(size))
 }
 
-// Key is the event's key (see the package function Key); with Seen it makes a window a
+// Key is the event's key (see the package function Key); with Drop it makes a window a
 // track.Deduplicator, which computes a batch's keys before it looks them up.
 func (w *Window) Key(ev *decode.Event, subject uint64) uint64 { return Key(ev, subject) }
+
+// touchAhead is how many keys Drop reads the slots of before looking them up.
+const touchAhead = 32
+
+// Drop records keys in order and replaces by 0 each that was seen before (earlier in keys
+// included); zero keys are passed over. For each run of touchAhead keys it first reads the slot
+// where each starts in both generations, without acting on what it reads: those reads miss the
+// cache (the tables are megabytes, the keys random), and with nothing waiting on them the
+// processor overlaps them, so that the lookups then find their lines in the cache instead of
+// waiting for memory one after the other (a lookup's branches depend on what it reads, which
+// keeps the processor from running ahead to the next key's).
+func (w *Window) Drop(keys []uint64) {
+	if w.size == 0 {
+		return
+	}
+	for len(keys) > 0 {
+		run := keys[:min(len(keys), touchAhead)]
+		keys = keys[len(run):]
+		var x uint64
+		for _, k := range run {
+			x += w.cur.slots[k&w.cur.mask] + w.prev.slots[k&w.prev.mask]
+		}
+		w.touched = x
+		for i, k := range run {
+			if k != 0 && w.Seen(k) {
+				run[i] = 0
+			}
+		}
+	}
+}
 
 // Seen records an event's key and reports whether it was seen before.
 func (w *Window) Seen(k uint64) bool {

@@ -88,4 +88,4 @@ func sortedKeys(m map[string]int) []string {
 type neverSeen struct{}
 
 func (neverSeen) Key(*decode.Event, uint64) uint64 { return 1 }
-func (neverSeen) Seen(uint64) bool                 { return false }
+func (neverSeen) Drop([]uint64)                    {}

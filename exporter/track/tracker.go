@@ -76,17 +76,18 @@ type Tracker struct {
 	fightWindow, hotWindow, raceWindow uint32
 
 	// obs is the observation handed to the sink, w the write being tracked; hashes holds, for
-	// each event of the batch being observed, its actor's and object's hashes and its
-	// deduplication key, or zero when the event does not count. All are reused from batch to
-	// batch.
+	// each event of the batch being observed, its actor's and object's hashes, or zero when the
+	// event does not count, and keys its deduplication key (zero when none). All are reused from
+	// batch to batch.
 	obs    Observation
 	w      objectWrite
 	hashes []eventHashes
+	keys   []uint64
 }
 
 // eventHashes are an event's actor and object hashes, computed once per event: they key the
-// tracker's state and, combined (subject), the deduplicator's key, which is kept beside them.
-type eventHashes struct{ actor, object, key uint64 }
+// tracker's state and, combined (subject), the deduplicator's key.
+type eventHashes struct{ actor, object uint64 }
 
 // Subject combines the actor and object hashes: who did what to which object, for a
 // deduplicator's key.
@@ -151,15 +152,16 @@ func classify(ev *decode.Event, r *BatchResult) bool {
 // Deduplicator lets the caller of ObserveBatch and Observe drop an attributable event before it
 // is tracked (a duplicate). It is called with the tracker's lock held, so it needs no lock of its
 // own. Key gets the event's subject, a hash of its actor and object (with the tracker's random
-// seed), so that it need not hash them again. Key and Seen are apart so that a batch's keys are
-// all computed before its lookups, which are cache misses: back to back, with nothing else
-// between them, the processor overlaps them instead of waiting for each (computing each key
-// between two lookups made the deduplication step of a batch nearly twice as slow).
+// seed), so that it need not hash them again. A batch's keys are all computed before any is
+// looked up, and Drop gets them all at once: the lookups are cache misses, which a deduplicator
+// can then overlap instead of waiting for each (computing each key between two lookups made the
+// deduplication step of a batch nearly twice as slow).
 type Deduplicator interface {
 	// Key is the event's identity, never 0.
 	Key(ev *decode.Event, subject uint64) uint64
-	// Seen records key and reports whether it was seen before.
-	Seen(key uint64) bool
+	// Drop records keys in order and replaces by 0 each that was seen before (earlier in keys
+	// included); zero keys are passed over.
+	Drop(keys []uint64)
 }
 
 // ObserveBatch tracks the attributable events of a batch (decode.Event.Attributable: at a stage
@@ -170,23 +172,25 @@ func (t *Tracker) ObserveBatch(events []decode.Event, dedupe Deduplicator) (r Ba
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	t.maybeDecay(now)
-	// The whole batch is hashed and keyed first, then deduplicated in a loop of its own (see
-	// Deduplicator), then tracked.
-	hashes := t.hashes[:0]
+	// The whole batch is hashed and keyed first, then deduplicated at once (see Deduplicator),
+	// then tracked.
+	hashes, keys := t.hashes[:0], t.keys[:0]
 	for i := range events {
 		var h eventHashes
+		var k uint64
 		if ev := &events[i]; classify(ev, &r) {
 			h = t.hashesOf(ev)
 			if dedupe != nil {
-				h.key = dedupe.Key(ev, h.subject())
+				k = dedupe.Key(ev, h.subject())
 			}
 		}
-		hashes = append(hashes, h)
+		hashes, keys = append(hashes, h), append(keys, k)
 	}
-	t.hashes = hashes
+	t.hashes, t.keys = hashes, keys
 	if dedupe != nil {
-		for i := range hashes {
-			if hashes[i].actor != 0 && dedupe.Seen(hashes[i].key) {
+		dedupe.Drop(keys)
+		for i, k := range keys {
+			if k == 0 && hashes[i].actor != 0 {
 				hashes[i] = eventHashes{}
 				r.Skipped++
 			}
@@ -211,9 +215,14 @@ func (t *Tracker) Observe(ev *decode.Event, dedupe Deduplicator) (r BatchResult)
 		return r
 	}
 	h := t.hashesOf(ev)
-	if dedupe != nil && dedupe.Seen(dedupe.Key(ev, h.subject())) {
-		r.Skipped++
-		return r
+	if dedupe != nil {
+		keys := t.keys[:0]
+		keys = append(keys, dedupe.Key(ev, h.subject()))
+		t.keys = keys
+		if dedupe.Drop(keys); keys[0] == 0 {
+			r.Skipped++
+			return r
+		}
 	}
 	now := t.cfg.Now()
 	t.maybeDecay(now)
