@@ -25,16 +25,25 @@ const DefaultSize = 1 << 19
 // keys each: when the current one is full it becomes the previous one and the oldest is
 // forgotten, so memory is bounded (see Bytes) and every key is remembered for at least size
 // insertions. It is not safe for concurrent use.
+//
+// Each generation is an open-addressing set of non-zero keys, at most half full, with no
+// pointers and no allocation after construction. The two are interleaved in one table, slot i of
+// generation g at 2i+g, so that a key's slots in both lie in one cache line: a new key, which
+// both generations must be asked about, costs one cache miss, not two.
 type Window struct {
-	size      int
-	cur, prev *hashSet
+	size  int
+	slots []uint64
+	mask  uint64 // slots per generation - 1
+	cur   uint64 // the current generation, 0 or 1
+	n     [2]int // keys per generation
 	// touched keeps what Drop reads ahead, so that the reads are not optimised away.
 	touched uint64
 }
 
 // New returns a window of two generations of size keys; size 0 remembers nothing.
 func New(size int) *Window {
-	return &Window{size: size, cur: newHashSet(size), prev: newHashSet(size)}
+	n := tableSlots(size)
+	return &Window{size: size, slots: make([]uint64, 2*n), mask: uint64(n - 1)}
 }
 
 // Bytes is the memory a window of size keys per generation holds.
@@ -50,9 +59,9 @@ func (w *Window) Key(ev *decode.Event, subject uint64) uint64 { return Key(ev, s
 const touchAhead = 32
 
 // Drop records keys in order and replaces by 0 each that was seen before (earlier in keys
-// included); zero keys are passed over. For each run of touchAhead keys it first reads the slot
-// where each starts in both generations, without acting on what it reads: those reads miss the
-// cache (the tables are megabytes, the keys random), and with nothing waiting on them the
+// included); zero keys are passed over. For each run of touchAhead keys it first reads the
+// cache line where each starts in both generations, without acting on what it reads: those reads
+// miss the cache (the table is megabytes, the keys random), and with nothing waiting on them the
 // processor overlaps them, so that the lookups then find their lines in the cache instead of
 // waiting for memory one after the other (a lookup's branches depend on what it reads, which
 // keeps the processor from running ahead to the next key's).
@@ -65,7 +74,7 @@ func (w *Window) Drop(keys []uint64) {
 		keys = keys[len(run):]
 		var x uint64
 		for _, k := range run {
-			x += w.cur.slots[k&w.cur.mask] + w.prev.slots[k&w.prev.mask]
+			x += w.slots[2*(k&w.mask)]
 		}
 		w.touched = x
 		for i, k := range run {
@@ -81,14 +90,14 @@ func (w *Window) Seen(k uint64) bool {
 	if w.size == 0 {
 		return false
 	}
-	if w.cur.has(k) || w.prev.has(k) {
+	if w.has(w.cur, k) || w.has(1-w.cur, k) {
 		return true
 	}
-	if w.cur.n >= w.size {
-		w.prev.clear()
-		w.prev, w.cur = w.cur, w.prev
+	if w.n[w.cur] >= w.size {
+		w.cur = 1 - w.cur
+		w.clear(w.cur)
 	}
-	w.cur.add(k)
+	w.add(w.cur, k)
 	return false
 }
 
@@ -127,22 +136,10 @@ func tableSlots(size int) int {
 	return n
 }
 
-// hashSet is an open-addressing set of non-zero hashes, at most half full: 16 bytes per entry,
-// no pointers, no allocation after construction.
-type hashSet struct {
-	slots []uint64
-	mask  uint64
-	n     int
-}
-
-func newHashSet(size int) *hashSet {
-	n := tableSlots(size)
-	return &hashSet{slots: make([]uint64, n), mask: uint64(n - 1)}
-}
-
-func (s *hashSet) has(k uint64) bool {
-	for i := k & s.mask; ; i = (i + 1) & s.mask {
-		switch s.slots[i] {
+// has reports whether generation g holds k.
+func (w *Window) has(g, k uint64) bool {
+	for i := k & w.mask; ; i = (i + 1) & w.mask {
+		switch w.slots[2*i+g] {
 		case k:
 			return true
 		case 0:
@@ -151,17 +148,20 @@ func (s *hashSet) has(k uint64) bool {
 	}
 }
 
-// add inserts k (the caller checked it is absent and that the set is not full).
-func (s *hashSet) add(k uint64) {
-	i := k & s.mask
-	for s.slots[i] != 0 {
-		i = (i + 1) & s.mask
+// add inserts k into generation g (the caller checked it is absent and that g is not full).
+func (w *Window) add(g, k uint64) {
+	i := k & w.mask
+	for w.slots[2*i+g] != 0 {
+		i = (i + 1) & w.mask
 	}
-	s.slots[i] = k
-	s.n++
+	w.slots[2*i+g] = k
+	w.n[g]++
 }
 
-func (s *hashSet) clear() {
-	clear(s.slots)
-	s.n = 0
+// clear empties generation g.
+func (w *Window) clear(g uint64) {
+	for i := g; i < uint64(len(w.slots)); i += 2 {
+		w.slots[i] = 0
+	}
+	w.n[g] = 0
 }
