@@ -75,12 +75,10 @@ type Tracker struct {
 
 	fightWindow, hotWindow, raceWindow uint32
 
-	// obs is the observation handed to the sink, w the write being tracked; hashes holds, for
-	// each event of the batch being observed, its actor's and object's hashes, or zero when the
-	// event does not count, and keys its deduplication key (zero when none). All are reused from
-	// batch to batch.
+	// obs is the observation handed to the sink; hashes holds, for each event of the batch being
+	// observed, its actor's and object's hashes, or zero when the event does not count, and keys
+	// its deduplication key (zero when none). All are reused from batch to batch.
 	obs    Observation
-	w      objectWrite
 	hashes []eventHashes
 	keys   []uint64
 }
@@ -319,7 +317,9 @@ func objectRef(ev *decode.Event) ObjectRef {
 }
 
 // objectWrite is what the detections share about one successful or conflicting write to a named
-// object. The tracker keeps one and refills it for every write, so that passing it costs nothing.
+// object. It lives on observe's stack and is passed by pointer: kept in the tracker (on the heap)
+// and refilled for every write, it cost a copy through write barriers on every write
+// (BenchmarkObserveBatch: 118 ns per event instead of 85).
 type objectWrite struct {
 	o     *Observation
 	st    *objectState // the object's state
@@ -356,8 +356,7 @@ func (t *Tracker) observe(ev *decode.Event, clock time.Time, h eventHashes) {
 	if ts.IsZero() {
 		ts = clock
 	}
-	w := &t.w
-	*w = objectWrite{o: o, key: h.object, ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
+	w := &objectWrite{o: o, key: h.object, ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
 	w.st, _ = t.objects.get(w.key, w.now)
 	w.st.seen = w.now
 	t.names.put(ah, actor)
