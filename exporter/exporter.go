@@ -150,7 +150,7 @@ func (e *Exporter) SourceMetrics() *managed.Metrics { return e.sources }
 // observe dedupes and tracks decoded events and counts them by outcome. The deduplicator is
 // called under the tracker's lock, which so guards it too.
 func (e *Exporter) observe(events []decode.Event) int {
-	r := e.tracker.ObserveBatch(events, e.dedupe.Seen)
+	r := e.tracker.ObserveBatch(events, e.dedupe)
 	e.metrics.countEvents(r)
 	e.metrics.batches.Inc()
 	e.metrics.lastBatch.Set(float64(e.now().UnixNano()) / 1e9)

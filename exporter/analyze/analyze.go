@@ -168,7 +168,7 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 		if ts := ev.When(); ev.Attributable() && !ts.IsZero() && ts.After(latest) {
 			latest = ts // the tracker's clock: the latest event time seen
 		}
-		res := tr.Observe(ev, seen.Seen)
+		res := tr.Observe(ev, seen)
 		switch {
 		case res.Unattributable > 0:
 			sk.add(n, &sk.Unattributable)

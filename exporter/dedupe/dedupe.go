@@ -13,12 +13,8 @@
 package dedupe
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"math/bits"
-	"unsafe"
-
 	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/internal/keyhash"
 )
 
 // DefaultSize is the default number of keys per generation: enough for 10 API servers × 4000
@@ -29,14 +25,25 @@ const DefaultSize = 1 << 19
 // keys each: when the current one is full it becomes the previous one and the oldest is
 // forgotten, so memory is bounded (see Bytes) and every key is remembered for at least size
 // insertions. It is not safe for concurrent use.
+//
+// Each generation is an open-addressing set of non-zero keys, at most half full, with no
+// pointers and no allocation after construction. The two are interleaved in one table, slot i of
+// generation g at 2i+g, so that a key's slots in both lie in one cache line: a new key, which
+// both generations must be asked about, costs one cache miss, not two.
 type Window struct {
-	size      int
-	cur, prev *hashSet
+	size  int
+	slots []uint64
+	mask  uint64 // slots per generation - 1
+	cur   uint64 // the current generation, 0 or 1
+	n     [2]int // keys per generation
+	// touched keeps what Drop reads ahead, so that the reads are not optimised away.
+	touched uint64
 }
 
 // New returns a window of two generations of size keys; size 0 remembers nothing.
 func New(size int) *Window {
-	return &Window{size: size, cur: newHashSet(size), prev: newHashSet(size)}
+	n := tableSlots(size)
+	return &Window{size: size, slots: make([]uint64, 2*n), mask: uint64(n - 1)}
 }
 
 // Bytes is the memory a window of size keys per generation holds.
@@ -44,41 +51,69 @@ func Bytes(size int) int64 {
 	return 2 * 8 * int64(tableSlots(size))
 }
 
-// Seen records the event and reports whether an event with the same key was seen before.
-// subject hashes the event's actor and object (see Key); it is track.SkipFunc.
-func (w *Window) Seen(ev *decode.Event, subject uint64) bool {
+// Key is the event's key (see the package function Key); with Drop it makes a window a
+// track.Deduplicator, which computes a batch's keys before it looks them up.
+func (w *Window) Key(ev *decode.Event, subject uint64) uint64 { return Key(ev, subject) }
+
+// touchAhead is how many keys Drop reads the slots of before looking them up.
+const touchAhead = 32
+
+// Drop records keys in order and replaces by 0 each that was seen before (earlier in keys
+// included); zero keys are passed over. For each run of touchAhead keys it first reads the
+// cache line where each starts in both generations, without acting on what it reads: those reads
+// miss the cache (the table is megabytes, the keys random), and with nothing waiting on them the
+// processor overlaps them, so that the lookups then find their lines in the cache instead of
+// waiting for memory one after the other (a lookup's branches depend on what it reads, which
+// keeps the processor from running ahead to the next key's).
+func (w *Window) Drop(keys []uint64) {
+	if w.size == 0 {
+		return
+	}
+	for len(keys) > 0 {
+		run := keys[:min(len(keys), touchAhead)]
+		keys = keys[len(run):]
+		var x uint64
+		for _, k := range run {
+			x += w.slots[2*(k&w.mask)]
+		}
+		w.touched = x
+		for i, k := range run {
+			if k != 0 && w.Seen(k) {
+				run[i] = 0
+			}
+		}
+	}
+}
+
+// Seen records an event's key and reports whether it was seen before.
+func (w *Window) Seen(k uint64) bool {
 	if w.size == 0 {
 		return false
 	}
-	k := Key(ev, subject)
-	if w.cur.has(k) || w.prev.has(k) {
+	if w.has(w.cur, k) || w.has(1-w.cur, k) {
 		return true
 	}
-	if w.cur.n >= w.size {
-		w.prev.clear()
-		w.prev, w.cur = w.cur, w.prev
+	if w.n[w.cur] >= w.size {
+		w.cur = 1 - w.cur
+		w.clear(w.cur)
 	}
-	w.cur.add(k)
+	w.add(w.cur, k)
 	return false
 }
 
 // seed makes keys unpredictable outside the process, so that nobody can choose two distinct
 // requests with one key.
-var seed = func() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:])
-}()
+var seed = keyhash.Seed()
 
 // Key is the event's identity (never 0): a hash of its auditID, stage, timestamps, verb and
 // response code and of subject, a hash of its actor and object that the caller computed with a
 // seed of its own (the tracker's).
 func Key(ev *decode.Event, subject uint64) uint64 {
-	a := mix(seed, ev.AuditIDHash)
-	a = mix(a, uint64(ev.StageTimestamp.UnixMicro()))
-	a = mix(a, uint64(ev.RequestReceived.UnixMicro())^uint64(ev.Timestamp.Unix())<<1)
-	a = mix(a, uint64(uint32(ev.Code))|btoi(ev.HasAuditID)<<32|uint64(len(ev.Stage))<<40)
-	h := mix(mixString(a, ev.Verb), subject)
+	a := keyhash.Mix(seed, ev.AuditIDHash)
+	a = keyhash.Mix(a, uint64(ev.StageTimestamp.UnixMicro()))
+	a = keyhash.Mix(a, uint64(ev.RequestReceived.UnixMicro())^uint64(ev.Timestamp.Unix())<<1)
+	a = keyhash.Mix(a, uint64(uint32(ev.Code))|btoi(ev.HasAuditID)<<32|uint64(len(ev.Stage))<<40)
+	h := keyhash.Mix(keyhash.String(a, ev.Verb), subject)
 	if h == 0 {
 		h = 1
 	}
@@ -92,49 +127,6 @@ func btoi(b bool) uint64 {
 	return 0
 }
 
-// mix folds v into h (a multiply-xorshift round: each step is a bijection of h for a fixed v).
-func mix(h, v uint64) uint64 {
-	h = (h ^ v) * 0x9e3779b97f4a7c15
-	return h ^ h>>32
-}
-
-// mixString folds s into h sixteen bytes at a time (one 128-bit multiply each, as wyhash does),
-// the last block ending with its length so that the boundaries between consecutive strings
-// count. Every byte of s is read: blocks, then an overlapping last block, or for short strings
-// loads that together cover it.
-func mixString(h uint64, s string) uint64 {
-	n := len(s)
-	b := unsafe.Slice(unsafe.StringData(s), n)
-	var lo, hi uint64
-	switch {
-	case n > 16:
-		for len(b) > 16 {
-			h = mum(h^binary.LittleEndian.Uint64(b), k1^binary.LittleEndian.Uint64(b[8:]))
-			b = b[16:]
-		}
-		b = unsafe.Slice(unsafe.StringData(s[n-16:]), 16)
-		lo, hi = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
-	case n >= 8:
-		lo, hi = binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[n-8:])
-	case n >= 4:
-		lo = uint64(binary.LittleEndian.Uint32(b)) | uint64(binary.LittleEndian.Uint32(b[n-4:]))<<32
-	case n > 0:
-		lo = uint64(b[0]) | uint64(b[n/2])<<8 | uint64(b[n-1])<<16
-	}
-	return mum(h^lo, k2^hi^uint64(n))
-}
-
-const (
-	k1 = 0xe7037ed1a0b428db
-	k2 = 0xa0761d6478bd642f
-)
-
-// mum multiplies a and b to 128 bits and folds the halves.
-func mum(a, b uint64) uint64 {
-	hi, lo := bits.Mul64(a, b)
-	return hi ^ lo
-}
-
 // tableSlots is the slot count of a set holding size keys at most half full.
 func tableSlots(size int) int {
 	n := 2
@@ -144,22 +136,10 @@ func tableSlots(size int) int {
 	return n
 }
 
-// hashSet is an open-addressing set of non-zero hashes, at most half full: 16 bytes per entry,
-// no pointers, no allocation after construction.
-type hashSet struct {
-	slots []uint64
-	mask  uint64
-	n     int
-}
-
-func newHashSet(size int) *hashSet {
-	n := tableSlots(size)
-	return &hashSet{slots: make([]uint64, n), mask: uint64(n - 1)}
-}
-
-func (s *hashSet) has(k uint64) bool {
-	for i := k & s.mask; ; i = (i + 1) & s.mask {
-		switch s.slots[i] {
+// has reports whether generation g holds k.
+func (w *Window) has(g, k uint64) bool {
+	for i := k & w.mask; ; i = (i + 1) & w.mask {
+		switch w.slots[2*i+g] {
 		case k:
 			return true
 		case 0:
@@ -168,17 +148,20 @@ func (s *hashSet) has(k uint64) bool {
 	}
 }
 
-// add inserts k (the caller checked it is absent and that the set is not full).
-func (s *hashSet) add(k uint64) {
-	i := k & s.mask
-	for s.slots[i] != 0 {
-		i = (i + 1) & s.mask
+// add inserts k into generation g (the caller checked it is absent and that g is not full).
+func (w *Window) add(g, k uint64) {
+	i := k & w.mask
+	for w.slots[2*i+g] != 0 {
+		i = (i + 1) & w.mask
 	}
-	s.slots[i] = k
-	s.n++
+	w.slots[2*i+g] = k
+	w.n[g]++
 }
 
-func (s *hashSet) clear() {
-	clear(s.slots)
-	s.n = 0
+// clear empties generation g.
+func (w *Window) clear(g uint64) {
+	for i := g; i < uint64(len(w.slots)); i += 2 {
+		w.slots[i] = 0
+	}
+	w.n[g] = 0
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/internal/keyhash"
 )
 
 var t0 = time.Date(2026, 11, 21, 4, 0, 0, 0, time.UTC)
@@ -30,7 +31,11 @@ func with(e *decode.Event, change func(*decode.Event)) *decode.Event {
 
 // subject stands for the tracker's hash of the event's actor and object.
 func subject(e *decode.Event) uint64 {
-	return mixString(mixString(mixString(mixString(mixString(mixString(seed, e.Actor()), e.APIGroup), e.Resource), e.Namespace), e.Name), e.Subresource)
+	h := seed
+	for _, s := range [...]string{e.Actor(), e.APIGroup, e.Resource, e.Namespace, e.Name, e.Subresource} {
+		h = keyhash.String(h, s)
+	}
+	return h
 }
 
 func TestWindow(t *testing.T) {
@@ -73,11 +78,54 @@ func TestWindow(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := New(tc.size)
 			for i, e := range tc.events {
-				if got := w.Seen(e, subject(e)); got != tc.want[i] {
+				if got := w.Seen(w.Key(e, subject(e))); got != tc.want[i] {
 					t.Fatalf("event %d: seen %v, want %v", i, got, tc.want[i])
 				}
 			}
+			// Drop, given the batch's keys at once, decides alike.
+			w = New(tc.size)
+			keys := make([]uint64, len(tc.events))
+			for i, e := range tc.events {
+				keys[i] = w.Key(e, subject(e))
+			}
+			w.Drop(keys)
+			for i, k := range keys {
+				if got := k == 0; got != tc.want[i] {
+					t.Fatalf("event %d: dropped %v, want %v", i, got, tc.want[i])
+				}
+			}
 		})
+	}
+}
+
+// TestDropPassesOverZeroKeysAndSpansRuns: Drop over more keys than it reads ahead finds the
+// duplicates across its runs, within the batch and from earlier batches, and leaves zero keys
+// (events that are not deduplicated) alone.
+func TestDropPassesOverZeroKeysAndSpansRuns(t *testing.T) {
+	w := New(1024)
+	const n = 3*touchAhead + 5
+	keys := make([]uint64, n)
+	for i := range keys {
+		keys[i] = uint64(i%(n-touchAhead-1)) + 1 // the last touchAhead+1 keys repeat the first ones
+	}
+	keys[7] = 0
+	w.Drop(keys)
+	for i, k := range keys {
+		want := uint64(i%(n-touchAhead-1)) + 1
+		if i == 7 || i >= n-touchAhead-1 && i%(n-touchAhead-1) != 7 {
+			want = 0
+		}
+		if i >= n-touchAhead-1 && i%(n-touchAhead-1) == 7 {
+			want = 8 // its first occurrence was a zero key, so this one is new
+		}
+		if k != want {
+			t.Fatalf("key %d: %d after Drop, want %d", i, k, want)
+		}
+	}
+	again := []uint64{1, 0, 9999}
+	w.Drop(again)
+	if again[0] != 0 || again[1] != 0 || again[2] != 9999 {
+		t.Fatalf("second batch: %v after Drop, want [0 0 9999]", again)
 	}
 }
 

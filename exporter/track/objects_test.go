@@ -3,6 +3,8 @@ package track
 import (
 	"testing"
 	"unsafe"
+
+	"github.com/loopwatch/loopwatch/exporter/decode"
 )
 
 func TestObjectStateIsSmall(t *testing.T) {
@@ -83,5 +85,45 @@ func TestObjectTable(t *testing.T) {
 				t.Fatalf("live %d evictions %d, want %d and %d", tb.live, tb.evictions, tc.live, tc.evictions)
 			}
 		})
+	}
+}
+
+// TestObjectHashTellsObjectsApart: every field of the object counts, and so does where one field
+// ends and the next begins (objects that would concatenate alike hash apart).
+func TestObjectHashTellsObjectsApart(t *testing.T) {
+	tr, err := New(Config{}, nopSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := decode.Event{APIGroup: "apps", Resource: "deployments", Namespace: "ns", Name: "web"}
+	objects := map[string]decode.Event{"base": base}
+	for name, change := range map[string]func(*decode.Event){
+		"name":                         func(e *decode.Event) { e.Name = "web2" },
+		"namespace":                    func(e *decode.Event) { e.Namespace = "ns2" },
+		"resource":                     func(e *decode.Event) { e.Resource = "statefulsets" },
+		"group":                        func(e *decode.Event) { e.APIGroup = "" },
+		"subresource":                  func(e *decode.Event) { e.Subresource = "status" },
+		"name and namespace shifted":   func(e *decode.Event) { e.Namespace, e.Name = "nsw", "eb" },
+		"group and resource shifted":   func(e *decode.Event) { e.APIGroup, e.Resource = "appsd", "eployments" },
+		"name moved to subresource":    func(e *decode.Event) { e.Name, e.Subresource = "", "web" },
+		"namespace moved to name":      func(e *decode.Event) { e.Namespace, e.Name = "", "nsweb" },
+		"long name":                    func(e *decode.Event) { e.Name = "a-name-longer-than-sixteen-bytes-0" },
+		"long name, last byte differs": func(e *decode.Event) { e.Name = "a-name-longer-than-sixteen-bytes-1" },
+	} {
+		ev := base
+		change(&ev)
+		objects[name] = ev
+	}
+	seen := map[uint64]string{}
+	for name, ev := range objects {
+		h := tr.objectHash(&ev)
+		if other, ok := seen[h]; ok {
+			t.Errorf("objects %q and %q hash alike", name, other)
+		}
+		seen[h] = name
+	}
+	again := base
+	if tr.objectHash(&again) != tr.objectHash(&base) {
+		t.Error("one object hashes differently twice")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/internal/keyhash"
 )
 
 // Observation is what the tracker reports to its Sink for one counted event.
@@ -49,17 +50,19 @@ type Stats struct {
 // Tracker attributes events to actors and detects fights, hot objects and replica races. It is
 // safe for concurrent use.
 type Tracker struct {
-	mu        sync.Mutex
-	cfg       Config
-	sink      Sink
-	seed      maphash.Seed
-	actors    *actorLabels
-	names     *nameCache
-	objects   *objectTable
-	resources map[[2]string]struct{}
-	fights    *offenderTable[Fight]
-	hot       *offenderTable[HotObject]
-	races     *offenderTable[Race]
+	mu   sync.Mutex
+	cfg  Config
+	sink Sink
+	seed maphash.Seed
+	// objectSeed starts object hashes (keyhash), random like seed.
+	objectSeed uint64
+	actors     *actorLabels
+	names      *nameCache
+	objects    *objectTable
+	resources  map[[2]string]struct{}
+	fights     *offenderTable[Fight]
+	hot        *offenderTable[HotObject]
+	races      *offenderTable[Race]
 
 	base      int64 // event-time origin, unix seconds
 	nextDecay time.Time
@@ -72,16 +75,16 @@ type Tracker struct {
 
 	fightWindow, hotWindow, raceWindow uint32
 
-	// obs is the observation handed to the sink, w the write being tracked; hashes holds, for
-	// each event of the batch being observed, its actor's and object's hashes, or zero when the
-	// event does not count. All are reused from batch to batch.
+	// obs is the observation handed to the sink; hashes holds, for each event of the batch being
+	// observed, its actor's and object's hashes, or zero when the event does not count, and keys
+	// its deduplication key (zero when none). All are reused from batch to batch.
 	obs    Observation
-	w      objectWrite
 	hashes []eventHashes
+	keys   []uint64
 }
 
 // eventHashes are an event's actor and object hashes, computed once per event: they key the
-// tracker's state and, combined (Subject), the caller's deduplication.
+// tracker's state and, combined (subject), the deduplicator's key.
 type eventHashes struct{ actor, object uint64 }
 
 // Subject combines the actor and object hashes: who did what to which object, for a
@@ -104,6 +107,7 @@ func New(cfg Config, sink Sink) (*Tracker, error) {
 		cfg:         cfg,
 		sink:        sink,
 		seed:        maphash.MakeSeed(),
+		objectSeed:  keyhash.Seed(),
 		actors:      newActorLabels(cfg.TopK, cfg.Candidates, cfg.MinLabelCount),
 		names:       newNameCache(4 * cfg.Candidates),
 		objects:     newObjectTable(cfg.MaxObjects, secs(cfg.ObjectTTL)),
@@ -126,11 +130,11 @@ type BatchResult struct {
 	IgnoredStage int
 	// Unattributable events complete a request but name no verb or no user.
 	Unattributable int
-	// Skipped events were dropped by the caller's skip function (duplicates).
+	// Skipped events were dropped by the caller's deduplicator (duplicates).
 	Skipped int
 }
 
-// classify says what becomes of an event before skip is asked.
+// classify says what becomes of an event before the deduplicator sees it.
 func classify(ev *decode.Event, r *BatchResult) bool {
 	switch {
 	case !ev.Counts():
@@ -143,36 +147,53 @@ func classify(ev *decode.Event, r *BatchResult) bool {
 	return false
 }
 
-// SkipFunc lets the caller of ObserveBatch and Observe drop an attributable event before it is
-// tracked (a duplicate): it is called with the tracker's lock held, so it needs no lock of its
-// own, and gets the event's subject, a hash of its actor and object (with the tracker's random
-// seed), so that it need not hash them again.
-type SkipFunc func(ev *decode.Event, subject uint64) bool
+// Deduplicator lets the caller of ObserveBatch and Observe drop an attributable event before it
+// is tracked (a duplicate). It is called with the tracker's lock held, so it needs no lock of its
+// own. Key gets the event's subject, a hash of its actor and object (with the tracker's random
+// seed), so that it need not hash them again. A batch's keys are all computed before any is
+// looked up, and Drop gets them all at once: the lookups are cache misses, which a deduplicator
+// can then overlap instead of waiting for each (computing each key between two lookups made the
+// deduplication step of a batch nearly twice as slow).
+type Deduplicator interface {
+	// Key is the event's identity, never 0.
+	Key(ev *decode.Event, subject uint64) uint64
+	// Drop records keys in order and replaces by 0 each that was seen before (earlier in keys
+	// included); zero keys are passed over.
+	Drop(keys []uint64)
+}
 
 // ObserveBatch tracks the attributable events of a batch (decode.Event.Attributable: at a stage
-// that completes a request, with a verb and a user); the others are ignored. skip, when non-nil,
-// is called for every attributable event, in order, before any is tracked.
-func (t *Tracker) ObserveBatch(events []decode.Event, skip SkipFunc) (r BatchResult) {
+// that completes a request, with a verb and a user); the others are ignored. dedupe, when
+// non-nil, sees every attributable event, in order, before any is tracked.
+func (t *Tracker) ObserveBatch(events []decode.Event, dedupe Deduplicator) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	t.maybeDecay(now)
-	// skip runs over the whole batch first, in a loop of its own: a deduplicator's lookups are
-	// cache misses, and back to back the processor overlaps them instead of waiting for each.
-	hashes := t.hashes[:0]
+	// The whole batch is hashed and keyed first, then deduplicated at once (see Deduplicator),
+	// then tracked.
+	hashes, keys := t.hashes[:0], t.keys[:0]
 	for i := range events {
-		ev := &events[i]
 		var h eventHashes
-		if classify(ev, &r) {
+		var k uint64
+		if ev := &events[i]; classify(ev, &r) {
 			h = t.hashesOf(ev)
-			if skip != nil && skip(ev, h.subject()) {
-				h = eventHashes{}
+			if dedupe != nil {
+				k = dedupe.Key(ev, h.subject())
+			}
+		}
+		hashes, keys = append(hashes, h), append(keys, k)
+	}
+	t.hashes, t.keys = hashes, keys
+	if dedupe != nil {
+		dedupe.Drop(keys)
+		for i, k := range keys {
+			if k == 0 && hashes[i].actor != 0 {
+				hashes[i] = eventHashes{}
 				r.Skipped++
 			}
 		}
-		hashes = append(hashes, h)
 	}
-	t.hashes = hashes
 	for i := range events {
 		if hashes[i].actor != 0 {
 			t.observe(&events[i], now, hashes[i])
@@ -183,18 +204,23 @@ func (t *Tracker) ObserveBatch(events []decode.Event, skip SkipFunc) (r BatchRes
 	return r
 }
 
-// Observe tracks one event, unless it is not attributable or skip (when non-nil) drops it; it
-// reports what became of it.
-func (t *Tracker) Observe(ev *decode.Event, skip SkipFunc) (r BatchResult) {
+// Observe tracks one event, unless it is not attributable or dedupe (when non-nil) has seen it;
+// it reports what became of it.
+func (t *Tracker) Observe(ev *decode.Event, dedupe Deduplicator) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !classify(ev, &r) {
 		return r
 	}
 	h := t.hashesOf(ev)
-	if skip != nil && skip(ev, h.subject()) {
-		r.Skipped++
-		return r
+	if dedupe != nil {
+		keys := t.keys[:0]
+		keys = append(keys, dedupe.Key(ev, h.subject()))
+		t.keys = keys
+		if dedupe.Drop(keys); keys[0] == 0 {
+			r.Skipped++
+			return r
+		}
 	}
 	now := t.cfg.Now()
 	t.maybeDecay(now)
@@ -273,13 +299,17 @@ func (t *Tracker) actorHash(actor string) uint64 {
 	return h
 }
 
+// objectHash hashes the event's object (name, namespace, resource, group, subresource; each
+// string's length counts, so no two objects differ only in where one field ends). Every
+// attributable event needs it, reads and failed writes included, since it is part of the
+// deduplication key: one pass of keyhash over the strings costs half of hashing each with
+// maphash.String and combining (11 ns instead of 23 for a typical object).
 func (t *Tracker) objectHash(ev *decode.Event) uint64 {
-	h := maphash.String(t.seed, ev.Name)
-	for _, p := range [...]string{ev.Namespace, ev.Resource, ev.APIGroup, ev.Subresource} {
-		h = (h ^ maphash.String(t.seed, p)) * 0x100000001b3
-		h ^= h >> 29
-	}
-	return h
+	h := keyhash.String(t.objectSeed, ev.Name)
+	h = keyhash.String(h, ev.Namespace)
+	h = keyhash.String(h, ev.Resource)
+	h = keyhash.String(h, ev.APIGroup)
+	return keyhash.String(h, ev.Subresource)
 }
 
 func objectRef(ev *decode.Event) ObjectRef {
@@ -287,7 +317,9 @@ func objectRef(ev *decode.Event) ObjectRef {
 }
 
 // objectWrite is what the detections share about one successful or conflicting write to a named
-// object. The tracker keeps one and refills it for every write, so that passing it costs nothing.
+// object. It lives on observe's stack and is passed by pointer: kept in the tracker (on the heap)
+// and refilled for every write, it cost a copy through write barriers on every write
+// (BenchmarkObserveBatch: 118 ns per event instead of 85).
 type objectWrite struct {
 	o     *Observation
 	st    *objectState // the object's state
@@ -324,8 +356,7 @@ func (t *Tracker) observe(ev *decode.Event, clock time.Time, h eventHashes) {
 	if ts.IsZero() {
 		ts = clock
 	}
-	w := &t.w
-	*w = objectWrite{o: o, key: h.object, ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
+	w := &objectWrite{o: o, key: h.object, ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
 	w.st, _ = t.objects.get(w.key, w.now)
 	w.st.seen = w.now
 	t.names.put(ah, actor)

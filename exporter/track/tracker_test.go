@@ -279,10 +279,9 @@ func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
 		}
 		batch = append(batch, w.event())
 	}
-	skip := func(*decode.Event, uint64) bool { return false }
-	tr.ObserveBatch(batch, skip) // warm up: sink maps, names, offender tables
+	tr.ObserveBatch(batch, neverSeen{}) // warm up: sink maps, names, offender tables
 	allocs := testing.AllocsPerRun(20, func() {
-		tr.ObserveBatch(batch, skip)
+		tr.ObserveBatch(batch, neverSeen{})
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per 400-event batch at steady state, want 0", allocs)
