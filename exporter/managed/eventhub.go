@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -201,6 +202,10 @@ func (r *EventHubReader) handle(fetches kgo.Fetches) {
 		r.metrics.Delivery(SourceEventHub, OutcomeAccepted, DeliveryOK)
 	})
 	if len(d.Events) > 0 {
+		// A hub spreads its events over partitions, read side by side: a poll holds them
+		// interleaved out of time order, which would cut a burst of writes to one object
+		// (a hot object, a fight) into pieces. Within the poll they are put back in order.
+		slices.SortStableFunc(d.Events, func(a, b decode.Event) int { return a.When().Compare(b.When()) })
 		r.sink.ObserveEvents(d.Events)
 	}
 	r.metrics.Records(SourceEventHub, &d.Tally)
