@@ -55,17 +55,29 @@ unit: lint ## The fast loop: gofmt, go vet and every Go test that needs no real 
 	$(GO) test -short -count=1 ./...
 
 .PHONY: test
-test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz.
+test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz, then the e2e matrix.
 	$(GO) test -count=1 -timeout 40m ./...
+	$(MAKE) e2e
 
 FUZZTIME ?= 30s
 .PHONY: fuzz-brief
 fuzz-brief: ## Fuzz the audit decoder against encoding/json for FUZZTIME (30s; run longer locally).
 	$(GO) test ./exporter/decode -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 
+SCENARIO ?= write-fight
+KEEP ?=
 .PHONY: demo
-demo: tools binaries ## A real control plane + exporter + operator + Prometheus catching incidents.
-	$(GO) run ./cmd/loopwatch-demo
+demo: tools binaries ## One incident on a real control plane + exporter + operator + Prometheus (SCENARIO=<name>, KEEP=1 keeps it up; bin/loopwatch-demo -list).
+	$(GO) build -o $(BIN)/loopwatch-demo ./cmd/loopwatch-demo
+	$(BIN)/loopwatch-demo -scenario=$(SCENARIO) $(if $(KEEP),-keep)
+
+.PHONY: e2e
+e2e: tools binaries ## The e2e matrix: every incident in a scene of its own, its alerts alone within `for` + 1m (table in bin/e2e-matrix.md).
+	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix.md $(GO) test -count=1 -v -run '^TestMatrix$$' -timeout 60m ./e2e/
+
+.PHONY: soak
+soak: tools binaries ## 30 minutes of a healthy operator under the production rules: nothing may go pending (table in bin/soak.md; not in CI).
+	LOOPWATCH_SOAK=1 LOOPWATCH_SOAK_TABLE=$(BIN)/soak.md $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 120m ./e2e/
 
 .PHONY: binaries
 binaries: ## Build loopwatch and backup-operator into bin/ (the demo runs them as processes).

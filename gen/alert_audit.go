@@ -171,15 +171,22 @@ var RelistStorm = &Alert{
 	},
 }
 
-// AuditExporterNotReceiving fires when the exporter receives no audit batch, or is down.
+// AuditExporterNotReceiving fires when the exporter receives no audit batch, or is down. "No batch
+// for 10 minutes" needs 10 minutes of samples: a counter Prometheus has scraped twice, a second
+// apart and with no batch in between, has a 10m rate of 0 too, so the exporter must have been
+// scraped 10 minutes ago already (after a Prometheus or exporter restart, a quiet second is not a
+// quiet 10 minutes).
 var AuditExporterNotReceiving = &Alert{
 	Key: "exporterNotReceiving", Name: "AuditExporterNotReceiving",
 	Severity: SeverityWarning, For: 10 * time.Minute,
 	Level: levelExporter,
 	Expr: func(e *exprEnv) string {
 		s := e.Selector("exporter")
+		batches := sel("loopwatch_audit_batches_total", s)
 		return lines(
-			sumBy(levelExporter, rate(sel("loopwatch_audit_batches_total", s), "10m"))+" == 0",
+			sumBy(levelExporter, rate(batches, "10m"))+" == 0",
+			"and on ("+levelExporter.by()+")",
+			sumBy(levelExporter, batches+" offset 10m"),
 			"or",
 			maxBy(levelExporter, sel("up", s))+" == 0")
 	},
@@ -204,6 +211,13 @@ var AuditExporterNotReceiving = &Alert{
 			{
 				Name:   "stays silent while batches arrive",
 				Series: []*Series{Counter("loopwatch_audit_batches_total", l, 1), Gauge("up", l, 1)},
+			},
+			{
+				Name: "stays silent on a newly scraped exporter whose first batches are minutes apart",
+				Series: []*Series{
+					Counter("loopwatch_audit_batches_total", l, 0).From(incidentAt).Rate(incidentAt+5*sampleInterval, 1),
+					Gauge("up", l, 1).From(incidentAt),
+				},
 			},
 		}
 	},
