@@ -29,6 +29,11 @@ var (
 		Help:   "Completed list and watch requests by actor, verb, API group and resource (only when the audit policy records reads).",
 		Labels: []string{LabelActor, LabelVerb, LabelGroup, LabelResource},
 	}
+	AuditInitialListsTotal = Metric{
+		Name: "loopwatch_audit_initial_lists_total", Type: Counter, Source: SourceExporter,
+		Help:   "Completed requests that load a whole collection from scratch, an informer's initial list or relist, by actor, verb, API group and resource: LISTs (verb=\"list\") and WATCHes with sendInitialEvents=true (verb=\"watch\"; WatchList, how client-go from 1.35 lists). Ordinary watches are not counted. Only when the audit policy records reads.",
+		Labels: []string{LabelActor, LabelVerb, LabelGroup, LabelResource},
+	}
 )
 
 // Top-offender gauges, exposed at scrape time from capped tables whose entries expire: a series
@@ -37,13 +42,13 @@ var (
 var (
 	AuditFightHandoffs = Metric{
 		Name: "loopwatch_audit_fight_handoffs", Type: Gauge, Source: SourceExporter,
-		Help:   "Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window. Capped set, expires after the offender TTL.",
-		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, "actor_a", "actor_b"},
+		Help:   "Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.",
+		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, "actor_a", "actor_b", LabelFieldManager + "_a", LabelFieldManager + "_b", LabelMutatingWebhook},
 	}
 	AuditHotObjectWritesPerSecond = Metric{
 		Name: "loopwatch_audit_hot_object_writes_per_second", Type: Gauge, Source: SourceExporter,
-		Help:   "Write rate of a hot object: one actor rewriting one object faster than the threshold. Capped set, expires after the offender TTL.",
-		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, LabelActor},
+		Help:   "Write rate of a hot object: one actor rewriting one object faster than the threshold, with the field manager it writes under and the mutating admission webhook that changed its writes (if one did). Capped set, expires after the offender TTL.",
+		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, LabelActor, LabelFieldManager, LabelMutatingWebhook},
 	}
 	AuditReplicaRacePods = Metric{
 		Name: "loopwatch_audit_replica_race_pods", Type: Gauge, Source: SourceExporter,
@@ -57,8 +62,13 @@ var (
 var (
 	AuditRequestsTotal = Metric{
 		Name: "loopwatch_audit_requests_total", Type: Counter, Source: SourceExporter,
-		Help:   "Webhook requests by outcome (accepted, rejected) and reason (ok, unauthenticated, forbidden, method_not_allowed, unsupported_media_type, too_large, malformed, overloaded).",
+		Help:   "Webhook requests by outcome (accepted, rejected) and reason (ok; unauthenticated, forbidden, method_not_allowed, unsupported_media_type, too_large, too_many_events, malformed, not_event_list, overloaded, slow_body, shutting_down, plain_http, too_many_connections). The API server retries a rejected batch, then drops it.",
 		Labels: []string{"outcome", "reason"},
+	}
+	AuditScrapesRefusedTotal = Metric{
+		Name: "loopwatch_audit_scrapes_refused_total", Type: Counter, Source: SourceExporter,
+		Help:   "Requests for /metrics refused, by reason (unauthenticated: no credentials, forbidden: wrong ones).",
+		Labels: []string{"reason"},
 	}
 	AuditBatchesTotal = Metric{
 		Name: "loopwatch_audit_batches_total", Type: Counter, Source: SourceExporter,
@@ -66,12 +76,12 @@ var (
 	}
 	AuditEventsTotal = Metric{
 		Name: "loopwatch_audit_events_total", Type: Counter, Source: SourceExporter,
-		Help:   "Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).",
+		Help:   "Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic), unattributable (no verb or no user: nothing to count them for) or duplicate (the same event seen before: a retried batch).",
 		Labels: []string{"outcome"},
 	}
 	AuditDroppedEventsTotal = Metric{
 		Name: "loopwatch_audit_dropped_events_total", Type: Counter, Source: SourceExporter,
-		Help:   "Events dropped by file or stdin ingest, by reason (malformed, line_too_long).",
+		Help:   "Lines dropped by file or stdin ingest, by reason (malformed, line_too_long, not_audit_event).",
 		Labels: []string{"reason"},
 	}
 	AuditDecodeSeconds = Metric{
@@ -83,6 +93,11 @@ var (
 		Name: "loopwatch_audit_request_seconds", Type: Histogram, Source: SourceExporter,
 		Help:    "Time to handle one webhook request whose body is read: receiving and decrypting the body, decoding, tracking and answering.",
 		Buckets: auditBatchBuckets,
+	}
+	AuditRequestBytes = Metric{
+		Name: "loopwatch_audit_request_bytes", Type: Histogram, Source: SourceExporter,
+		Help:    "Size of the webhook request bodies received, in bytes: how close the API server's batches come to the exporter's --max-body-bytes.",
+		Buckets: []float64{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20, 64 << 20},
 	}
 	AuditLastBatchTimestampSeconds = Metric{
 		Name: "loopwatch_audit_last_batch_timestamp_seconds", Type: Gauge, Source: SourceExporter,
@@ -108,9 +123,9 @@ var (
 )
 
 var exporterMetrics = []Metric{
-	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal,
+	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal, AuditInitialListsTotal,
 	AuditFightHandoffs, AuditHotObjectWritesPerSecond, AuditReplicaRacePods,
-	AuditRequestsTotal, AuditBatchesTotal, AuditEventsTotal, AuditDroppedEventsTotal,
-	AuditDecodeSeconds, AuditRequestSeconds, AuditLastBatchTimestampSeconds,
+	AuditRequestsTotal, AuditScrapesRefusedTotal, AuditBatchesTotal, AuditEventsTotal, AuditDroppedEventsTotal,
+	AuditDecodeSeconds, AuditRequestSeconds, AuditRequestBytes, AuditLastBatchTimestampSeconds,
 	AuditTrackedObjects, AuditTrackedActors, AuditLabelledActors, AuditEvictionsTotal,
 }

@@ -24,9 +24,24 @@ const (
 	LabelObjectNamespace = "object_namespace"
 	LabelObjectName      = "object_name"
 
+	// LabelFieldManager names the field manager an actor writes an offending object under: the
+	// fieldManager query parameter, else the product part of its user agent (as the API server
+	// records it in managedFields). The fight gauge has one per actor (_a, _b).
+	LabelFieldManager = "field_manager"
+	// LabelMutatingWebhook names the mutating admission webhook that changed an offending
+	// object's writes, "<configuration>/<webhook>"; empty when none did.
+	LabelMutatingWebhook = "mutating_webhook"
+
 	// LabelAccess is "read" or "write", derived from the verb, so a rule can sum writes without
 	// listing verbs.
 	LabelAccess = "access"
 	// LabelFinalizer is the finalizer an object waits on.
 	LabelFinalizer = "finalizer"
+)
+
+// The labels of the API server's API Priority and Fairness families: the FlowSchema that
+// classified a request and the priority level that FlowSchema sends it to.
+const (
+	LabelFlowSchema    = "flow_schema"
+	LabelPriorityLevel = "priority_level"
 )

@@ -45,21 +45,49 @@ const (
 	ReasonTooLarge             = "too_large"
 	ReasonMalformed            = "malformed"
 	ReasonOverloaded           = "overloaded"
+	ReasonTooManyEvents        = "too_many_events"
+	ReasonNotEventList         = "not_event_list"
+	ReasonSlowBody             = "slow_body"
+	ReasonShuttingDown         = "shutting_down"
+	ReasonPlainHTTP            = "plain_http"
+	ReasonTooManyConnections   = "too_many_connections"
 	ReasonLineTooLong          = "line_too_long"
+	ReasonNotAuditEvent        = "not_audit_event"
 
-	EventCounted      = "counted"
-	EventIgnoredStage = "ignored_stage"
-	EventDuplicate    = "duplicate"
+	EventCounted        = "counted"
+	EventIgnoredStage   = "ignored_stage"
+	EventUnattributable = "unattributable"
+	EventDuplicate      = "duplicate"
 )
+
+// RejectReasons are the reasons of loopwatch_audit_requests_total{outcome="rejected"}: every
+// way a webhook request can be refused.
+var RejectReasons = []string{
+	ReasonUnauthenticated, ReasonForbidden, ReasonMethodNotAllowed, ReasonUnsupportedMediaType,
+	ReasonTooLarge, ReasonTooManyEvents, ReasonMalformed, ReasonNotEventList, ReasonOverloaded,
+	ReasonSlowBody, ReasonShuttingDown, ReasonPlainHTTP, ReasonTooManyConnections,
+}
 
 // Metrics holds the exporter's metrics. It is the tracker's Sink; its methods are called with
 // the tracker's lock held, which also guards the label caches.
+//
+// Each per-actor family keeps at most maxSeries label combinations: actors are top-K and
+// group/resource pairs bounded already, but their product is not small, so once a family is full
+// a new combination is counted under actor and resource "other" (its verb and code class kept),
+// and totals stay right.
 type Metrics struct {
+	maxSeries int
+
 	writes, conflicts, handoffs, reads *prometheus.CounterVec
+	initialLists                       *prometheus.CounterVec
 	requests, events, dropped          *prometheus.CounterVec
+	scrapesRefused                     *prometheus.CounterVec
 	batches                            prometheus.Counter
-	decode, request                    prometheus.Histogram
+	decode, request, requestBytes      prometheus.Histogram
 	lastBatch                          prometheus.Gauge
+	// eventOutcomes are the events counters by outcome: counted, ignored_stage, unattributable,
+	// duplicate.
+	eventOutcomes [4]prometheus.Counter
 
 	writeCache    map[writeKey]prometheus.Counter
 	lastWrite     writeKey
@@ -67,6 +95,7 @@ type Metrics struct {
 	conflictCache map[conflictKey]prometheus.Counter
 	handoffCache  map[handoffKey]prometheus.Counter
 	readCache     map[readKey]prometheus.Counter
+	initialCache  map[readKey]prometheus.Counter
 }
 
 type writeKey struct{ actor, verb, group, resource, class string }
@@ -74,47 +103,73 @@ type conflictKey struct{ actor, group, resource string }
 type handoffKey struct{ from, to, group, resource string }
 type readKey struct{ actor, verb, group, resource string }
 
+// DefaultMaxSeries bounds the series of each per-actor family (writes, conflicts, handoffs,
+// reads); see Metrics.
+const DefaultMaxSeries = 5000
+
 // NewMetrics creates the metrics and registers them, together with the tracker's offender
-// gauges and self-metrics, with reg.
-func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker) (*Metrics, error) {
+// gauges and self-metrics, with reg. maxSeries bounds each per-actor family (DefaultMaxSeries
+// when 0).
+func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSeries int) (*Metrics, error) {
+	if maxSeries <= 0 {
+		maxSeries = DefaultMaxSeries
+	}
 	m := &Metrics{
-		writes:        counterVec(catalogue.AuditWritesTotal),
-		conflicts:     counterVec(catalogue.AuditConflictsTotal),
-		handoffs:      counterVec(catalogue.AuditHandoffsTotal),
-		reads:         counterVec(catalogue.AuditReadsTotal),
-		requests:      counterVec(catalogue.AuditRequestsTotal),
-		events:        counterVec(catalogue.AuditEventsTotal),
-		dropped:       counterVec(catalogue.AuditDroppedEventsTotal),
-		batches:       counter(catalogue.AuditBatchesTotal),
-		decode:        histogram(catalogue.AuditDecodeSeconds),
-		request:       histogram(catalogue.AuditRequestSeconds),
-		lastBatch:     gauge(catalogue.AuditLastBatchTimestampSeconds),
-		writeCache:    map[writeKey]prometheus.Counter{},
-		conflictCache: map[conflictKey]prometheus.Counter{},
-		handoffCache:  map[handoffKey]prometheus.Counter{},
-		readCache:     map[readKey]prometheus.Counter{},
+		maxSeries:      maxSeries,
+		writes:         counterVec(catalogue.AuditWritesTotal),
+		conflicts:      counterVec(catalogue.AuditConflictsTotal),
+		handoffs:       counterVec(catalogue.AuditHandoffsTotal),
+		reads:          counterVec(catalogue.AuditReadsTotal),
+		requests:       counterVec(catalogue.AuditRequestsTotal),
+		scrapesRefused: counterVec(catalogue.AuditScrapesRefusedTotal),
+		events:         counterVec(catalogue.AuditEventsTotal),
+		dropped:        counterVec(catalogue.AuditDroppedEventsTotal),
+		batches:        counter(catalogue.AuditBatchesTotal),
+		decode:         histogram(catalogue.AuditDecodeSeconds),
+		request:        histogram(catalogue.AuditRequestSeconds),
+		requestBytes:   histogram(catalogue.AuditRequestBytes),
+		lastBatch:      gauge(catalogue.AuditLastBatchTimestampSeconds),
+		writeCache:     map[writeKey]prometheus.Counter{},
+		conflictCache:  map[conflictKey]prometheus.Counter{},
+		handoffCache:   map[handoffKey]prometheus.Counter{},
+		readCache:      map[readKey]prometheus.Counter{},
+		initialCache:   map[readKey]prometheus.Counter{},
+		initialLists:   counterVec(catalogue.AuditInitialListsTotal),
 	}
 	for _, r := range []string{ReasonOK} {
 		m.requests.WithLabelValues(OutcomeAccepted, r)
 	}
-	for _, r := range []string{ReasonUnauthenticated, ReasonForbidden, ReasonMethodNotAllowed, ReasonUnsupportedMediaType, ReasonTooLarge, ReasonMalformed, ReasonOverloaded} {
+	for _, r := range RejectReasons {
 		m.requests.WithLabelValues(OutcomeRejected, r)
 	}
-	for _, o := range []string{EventCounted, EventIgnoredStage, EventDuplicate} {
-		m.events.WithLabelValues(o)
+	for _, r := range []string{ReasonUnauthenticated, ReasonForbidden} {
+		m.scrapesRefused.WithLabelValues(r)
 	}
-	for _, r := range []string{ReasonMalformed, ReasonLineTooLong} {
+	m.eventOutcomes = [4]prometheus.Counter{
+		m.events.WithLabelValues(EventCounted), m.events.WithLabelValues(EventIgnoredStage),
+		m.events.WithLabelValues(EventUnattributable), m.events.WithLabelValues(EventDuplicate),
+	}
+	for _, r := range []string{ReasonMalformed, ReasonLineTooLong, ReasonNotAuditEvent} {
 		m.dropped.WithLabelValues(r)
 	}
 	for _, c := range []prometheus.Collector{
-		m.writes, m.conflicts, m.handoffs, m.reads, m.requests, m.events, m.dropped, m.batches, m.decode,
-		m.request, m.lastBatch, &trackerCollector{tracker: tracker},
+		m.writes, m.conflicts, m.handoffs, m.reads, m.initialLists, m.requests, m.scrapesRefused, m.events, m.dropped, m.batches, m.decode,
+		m.request, m.requestBytes, m.lastBatch, &trackerCollector{tracker: tracker},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
 	return m, nil
+}
+
+// countEvents counts a batch's events by outcome.
+func (m *Metrics) countEvents(r track.BatchResult) {
+	for i, n := range [...]int{r.Counted, r.IgnoredStage, r.Unattributable, r.Skipped} {
+		if n > 0 {
+			m.eventOutcomes[i].Add(float64(n))
+		}
+	}
 }
 
 // codeClass maps a response code to its class label.
@@ -139,10 +194,15 @@ func (m *Metrics) Write(o *track.Observation) {
 	if c == nil || k != m.lastWrite {
 		var ok bool
 		if c, ok = m.writeCache[k]; !ok {
-			c = m.writes.WithLabelValues(k.actor, k.verb, k.group, k.resource, k.class)
-			m.writeCache[k] = c
+			if len(m.writeCache) >= m.maxSeries {
+				k.actor, k.group, k.resource = track.OtherLabel, track.OtherLabel, track.OtherLabel
+			}
+			if c, ok = m.writeCache[k]; !ok {
+				c = m.writes.WithLabelValues(k.actor, k.verb, k.group, k.resource, k.class)
+				m.writeCache[k] = c
+			}
 		}
-		m.lastWrite, m.lastWriteC = k, c
+		m.lastWrite, m.lastWriteC = writeKey{o.ActorLabel, o.Event.Verb, o.Group, o.Resource, k.class}, c
 	}
 	c.Inc()
 	if !o.Event.IsConflict() {
@@ -151,21 +211,41 @@ func (m *Metrics) Write(o *track.Observation) {
 	ck := conflictKey{o.ActorLabel, o.Group, o.Resource}
 	c, ok := m.conflictCache[ck]
 	if !ok {
-		c = m.conflicts.WithLabelValues(ck.actor, ck.group, ck.resource)
-		m.conflictCache[ck] = c
+		if len(m.conflictCache) >= m.maxSeries {
+			ck = conflictKey{track.OtherLabel, track.OtherLabel, track.OtherLabel}
+		}
+		if c, ok = m.conflictCache[ck]; !ok {
+			c = m.conflicts.WithLabelValues(ck.actor, ck.group, ck.resource)
+			m.conflictCache[ck] = c
+		}
 	}
 	c.Inc()
 }
 
-// Read implements track.Sink.
+// Read implements track.Sink: every list and watch counts as a read, and those that load the
+// collection from scratch as an initial list too.
 func (m *Metrics) Read(o *track.Observation) {
 	k := readKey{o.ActorLabel, o.Event.Verb, o.Group, o.Resource}
-	c, ok := m.readCache[k]
-	if !ok {
-		c = m.reads.WithLabelValues(k.actor, k.verb, k.group, k.resource)
-		m.readCache[k] = c
+	m.readCounter(m.reads, m.readCache, k).Inc()
+	if o.Event.IsInitialList() {
+		m.readCounter(m.initialLists, m.initialCache, k).Inc()
 	}
-	c.Inc()
+}
+
+// readCounter returns the counter of k in a read family, bounded like the others.
+func (m *Metrics) readCounter(vec *prometheus.CounterVec, cache map[readKey]prometheus.Counter, k readKey) prometheus.Counter {
+	c, ok := cache[k]
+	if ok {
+		return c
+	}
+	if len(cache) >= m.maxSeries {
+		k.actor, k.group, k.resource = track.OtherLabel, track.OtherLabel, track.OtherLabel
+	}
+	if c, ok = cache[k]; !ok {
+		c = vec.WithLabelValues(k.actor, k.verb, k.group, k.resource)
+		cache[k] = c
+	}
+	return c
 }
 
 // Handoff implements track.Sink.
@@ -173,8 +253,13 @@ func (m *Metrics) Handoff(o *track.Observation, _, fromLabel string) {
 	k := handoffKey{fromLabel, o.ActorLabel, o.Group, o.Resource}
 	c, ok := m.handoffCache[k]
 	if !ok {
-		c = m.handoffs.WithLabelValues(k.from, k.to, k.group, k.resource)
-		m.handoffCache[k] = c
+		if len(m.handoffCache) >= m.maxSeries {
+			k = handoffKey{track.OtherLabel, track.OtherLabel, track.OtherLabel, track.OtherLabel}
+		}
+		if c, ok = m.handoffCache[k]; !ok {
+			c = m.handoffs.WithLabelValues(k.from, k.to, k.group, k.resource)
+			m.handoffCache[k] = c
+		}
 	}
 	c.Inc()
 }
@@ -186,6 +271,7 @@ func (m *Metrics) Demoted(label string) {
 	m.lastWriteC = nil
 	m.conflicts.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
 	m.reads.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
+	m.initialLists.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
 	m.handoffs.DeletePartialMatch(prometheus.Labels{"from_actor": label})
 	m.handoffs.DeletePartialMatch(prometheus.Labels{"to_actor": label})
 	for k := range m.writeCache {
@@ -198,9 +284,11 @@ func (m *Metrics) Demoted(label string) {
 			delete(m.conflictCache, k)
 		}
 	}
-	for k := range m.readCache {
-		if k.actor == label {
-			delete(m.readCache, k)
+	for _, cache := range []map[readKey]prometheus.Counter{m.readCache, m.initialCache} {
+		for k := range cache {
+			if k.actor == label {
+				delete(cache, k)
+			}
 		}
 	}
 	for k := range m.handoffCache {
@@ -240,12 +328,12 @@ func (c *trackerCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, f := range t.Fights() {
 		o := f.Object
 		ch <- prometheus.MustNewConstMetric(fightDesc, prometheus.GaugeValue, float64(f.Handoffs),
-			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, f.ActorA, f.ActorB)
+			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, f.ActorA, f.ActorB, f.FieldManagerA, f.FieldManagerB, f.MutatingWebhook)
 	}
 	for _, h := range t.HotObjects() {
 		o := h.Object
 		ch <- prometheus.MustNewConstMetric(hotDesc, prometheus.GaugeValue, h.WritesPerSecond(),
-			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, h.Actor)
+			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, h.Actor, h.FieldManager, h.MutatingWebhook)
 	}
 	for _, r := range t.Races() {
 		o := r.Object

@@ -46,18 +46,28 @@ var WriteFight = &Alert{
 		{Key: "threshold", Default: 4, Check: positive,
 			Doc: "Handoffs between the same two actors on one object within the exporter's fight window at which the alert fires."},
 	},
-	Level: levelAuditObject.with("actor_a", "actor_b"),
+	Level: levelAuditObject.with("actor_a", "actor_b", "mutating_webhook"),
 	Expr: func(e *exprEnv) string {
-		return maxBy(levelAuditObject.with("actor_a", "actor_b"), sel("loopwatch_audit_fight_handoffs", e.Selector("exporter"))) + " >= " + e.P("threshold")
+		return maxBy(levelAuditObject.with("actor_a", "actor_b", "mutating_webhook"), sel("loopwatch_audit_fight_handoffs", e.Selector("exporter"))) + " >= " + e.P("threshold")
 	},
 	Summary:     "Two actors keep overwriting each other's writes to one object.",
-	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field. Find which field both set: kubectl get --show-managed-fields, and the writes-by-actor panel.",
+	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
 	Panel:       PanelRef{"audit", "Active fights"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
-		return offenderCases(c, "loopwatch_audit_fight_handoffs", math.Ceil(th), math.Ceil(th)-1, offender(c, "actor_a", rivalActor, "actor_b", operatorActor))
+		cases := offenderCases(c, "loopwatch_audit_fight_handoffs", math.Ceil(th), math.Ceil(th)-1,
+			offender(c, "actor_a", rivalActor, "actor_b", operatorActor, "field_manager_a", "tier-controller", "field_manager_b", "backup-operator"))
+		l := offender(c, "actor_a", rivalActor, "actor_b", operatorActor, "field_manager_a", "tier-controller", "field_manager_b", "backup-operator", "mutating_webhook", webhookName)
+		return append(cases, Case{
+			Name:   "names the mutating webhook that rewrites one actor's writes",
+			Series: []*Series{Gauge("loopwatch_audit_fight_handoffs", l, math.Ceil(th)).From(incidentAt)},
+			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(math.Ceil(th))},
+		})
 	},
 }
+
+// webhookName is the mutating admission webhook of the audit cases.
+const webhookName = "tier-defaults/tier.defaults.example.com"
 
 // HotObject fires when one actor rewrites one object at a high rate: a controller that writes on
 // every reconcile (a timestamp, a status that always changes) re-triggers itself.
@@ -68,16 +78,22 @@ var HotObject = &Alert{
 		{Key: "threshold", Default: 0.25, Check: positive,
 			Doc: "Writes per second by one actor to one object above which the alert fires."},
 	},
-	Level: levelAuditObject.with("actor"),
+	Level: levelAuditObject.with("actor", "mutating_webhook"),
 	Expr: func(e *exprEnv) string {
-		return maxBy(levelAuditObject.with("actor"), sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"))) + " > " + e.P("threshold")
+		return maxBy(levelAuditObject.with("actor", "mutating_webhook"), sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"))) + " > " + e.P("threshold")
 	},
 	Summary:     "One actor rewrites one object at a high rate.",
-	Description: "{{ $labels.actor }} writes " + whereObject + " {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.",
+	Description: "{{ $labels.actor }} writes " + whereObject + " {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
 	Panel:       PanelRef{"audit", "Hot objects"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
-		return offenderCases(c, "loopwatch_audit_hot_object_writes_per_second", th*above, th/2, offender(c, "actor", operatorActor))
+		cases := offenderCases(c, "loopwatch_audit_hot_object_writes_per_second", th*above, th/2, offender(c, "actor", operatorActor, "field_manager", "backup-operator"))
+		l := offender(c, "actor", operatorActor, "field_manager", "backup-operator", "mutating_webhook", webhookName)
+		return append(cases, Case{
+			Name:   "names the mutating webhook the actor loops with",
+			Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", l, th*above).From(incidentAt)},
+			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(th * above)},
+		})
 	},
 }
 
@@ -134,22 +150,24 @@ var ConflictStorm = &Alert{
 	},
 }
 
-// RelistStorm fires when an actor lists a resource at a high rate: informers relisting after
-// 410 Gone, restarts in a loop, or a client listing per reconcile.
+// RelistStorm fires when an actor loads a resource's whole collection at a high rate: informers
+// relisting after 410 Gone, restarts in a loop, or a client listing per reconcile. An initial list
+// is a LIST, or for clients with WatchList on (client-go from 1.35) a WATCH with
+// sendInitialEvents=true: the exporter counts both in loopwatch_audit_initial_lists_total.
 var RelistStorm = &Alert{
 	Key: "relistStorm", Name: "RelistStorm",
 	Severity: SeverityWarning, For: 5 * time.Minute,
 	Params: []Param{
 		{Key: "threshold", Default: 5, Check: positive,
-			Doc: "Lists per second of one resource by one actor above which the alert fires."},
+			Doc: "Initial lists per second (LISTs, and WATCHes with sendInitialEvents=true) of one resource by one actor above which the alert fires."},
 	},
 	Level: levelActor,
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelActor, recAuditReads.Name+`{verb="list"}`) + " > " + e.P("threshold")
+		return sumBy(levelActor, recAuditInitialLists.Name) + " > " + e.P("threshold")
 	},
-	Summary:     "An actor lists a resource at a high rate.",
-	Description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list at Metadata level.",
-	Panel:       PanelRef{"audit", "Lists and watches by actor"},
+	Summary:     "An actor relists a resource at a high rate.",
+	Description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list and watch at Metadata level.",
+	Panel:       PanelRef{"audit", "Initial lists (relists) by actor"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
 		l := c.Target("exporter").With("actor", operatorActor, "group", "", "resource", "configmaps")
@@ -157,12 +175,30 @@ var RelistStorm = &Alert{
 		return []Case{
 			{
 				Name:   "fires when an actor keeps listing",
-				Series: []*Series{Counter("loopwatch_audit_reads_total", l.With("verb", "list"), th/20).Rate(incidentAt, after)},
+				Series: []*Series{Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/20).Rate(incidentAt, after)},
 				Fires:  fires,
 			},
 			{
-				Name: "stays silent on watches and occasional lists",
+				Name: "fires when a WatchList client keeps relisting with watches that send the initial state",
 				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/20).Rate(incidentAt, after),
+					Counter("loopwatch_audit_reads_total", l.With("verb", "watch"), th/20).Rate(incidentAt, after),
+				},
+				Fires: fires,
+			},
+			{
+				Name: "fires when an actor's lists and initial-state watches together pass the line",
+				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/40).Rate(incidentAt, after/2),
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/40).Rate(incidentAt, after/2),
+				},
+				Fires: fires,
+			},
+			{
+				Name: "stays silent on occasional lists and many ordinary long-running watches",
+				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/2),
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/100),
 					Counter("loopwatch_audit_reads_total", l.With("verb", "list"), th/2),
 					Counter("loopwatch_audit_reads_total", l.With("verb", "watch"), th*10),
 				},
@@ -223,7 +259,12 @@ var AuditExporterNotReceiving = &Alert{
 	},
 }
 
-// AuditExporterDropping fires when the exporter rejects webhook requests or drops events.
+// sourceRecordsLost are the reasons of loopwatch_audit_source_records_total that lose audit events
+// (not_audit and control_message records are other logs' and health checks).
+const sourceRecordsLost = "unmappable|truncated|malformed|too_large"
+
+// AuditExporterDropping fires when the exporter rejects webhook requests or managed-cluster
+// deliveries, or drops events.
 var AuditExporterDropping = &Alert{
 	Key: "exporterDropping", Name: "AuditExporterDropping",
 	Severity: SeverityWarning, For: 10 * time.Minute,
@@ -237,10 +278,14 @@ var AuditExporterDropping = &Alert{
 		return lines(
 			sumBy(levelExporter, rate(sel("loopwatch_audit_requests_total", s, `outcome="rejected"`), "5m"))+" > "+threshold,
 			"or",
-			sumBy(levelExporter, rate(sel("loopwatch_audit_dropped_events_total", s), "5m"))+" > "+threshold)
+			sumBy(levelExporter, rate(sel("loopwatch_audit_dropped_events_total", s), "5m"))+" > "+threshold,
+			"or",
+			sumBy(levelExporter, rate(sel("loopwatch_audit_source_deliveries_total", s, `outcome="rejected"`), "5m"))+" > "+threshold,
+			"or",
+			sumBy(levelExporter, rate(sel("loopwatch_audit_source_records_total", s, `reason=~"`+sourceRecordsLost+`"`), "5m"))+" > "+threshold)
 	},
 	Summary:     "The audit exporter rejects or drops audit data.",
-	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it.",
+	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
 	Panel:       PanelRef{"exporter", "Webhook requests by outcome and reason"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
@@ -252,6 +297,30 @@ var AuditExporterDropping = &Alert{
 				Name: "fires when the exporter rejects requests",
 				Series: []*Series{accepted,
 					Counter("loopwatch_audit_requests_total", l.With("outcome", "rejected", "reason", "too_large"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name: "fires when a managed-cluster source's deliveries are rejected",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_deliveries_total", l.With("source", "eks_firehose", "outcome", "rejected", "reason", "forbidden"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name: "fires when a managed-cluster source's records cannot be read",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_records_total", l.With("source", "gke_pubsub", "reason", "unmappable"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name: "stays silent while a source's other-log records and control messages are skipped",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_records_total", l.With("source", "eks_firehose", "reason", "not_audit"), 0).Rate(incidentAt, after),
+					Counter("loopwatch_audit_source_records_total", l.With("source", "eks_firehose", "reason", "control_message"), 0).Rate(incidentAt, after)},
+			},
+			{
+				Name: "fires when the exporter cuts off senders that send too slowly",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_requests_total", l.With("outcome", "rejected", "reason", "slow_body"), 0).Rate(incidentAt, after)},
 				Fires: fires,
 			},
 			{

@@ -7,6 +7,7 @@ import "github.com/loopwatch/loopwatch/catalogue"
 var (
 	reconcileTimeBuckets = catalogue.ControllerRuntimeReconcileTimeSeconds.Buckets
 	workqueueBuckets     = catalogue.WorkqueueQueueDurationSeconds.Buckets
+	apfWaitBuckets       = catalogue.APIServerFlowcontrolRequestWaitDurationSeconds.Buckets
 )
 
 // knownMetrics returns every metric family the generated rules and dashboards may read, by name.

@@ -38,6 +38,8 @@ type Config struct {
 	PrometheusRule ManifestMeta `json:"prometheusRule"`
 	// Dashboards configures the generated Grafana dashboards.
 	Dashboards DashboardsConfig `json:"dashboards"`
+	// APF names the controllers that get their own API Priority and Fairness FlowSchema.
+	APF APFConfig `json:"apf"`
 }
 
 // Selectors are PromQL label matchers, written without braces, e.g. `job="my-operator"`.
@@ -50,7 +52,8 @@ type Selectors struct {
 	ControllerTargets string `json:"controllerTargets"`
 	// Exporter selects the loopwatch audit exporter's metrics.
 	Exporter string `json:"exporter"`
-	// APIServer selects the kube-apiserver's own metrics (apiserver_audit_*).
+	// APIServer selects the kube-apiserver's own metrics (apiserver_audit_*,
+	// apiserver_flowcontrol_*).
 	APIServer string `json:"apiserver"`
 }
 
@@ -65,6 +68,39 @@ type Groups struct {
 	// Audit: fights, hot objects, replica races, conflicts and relists from the audit exporter.
 	// Turn it off when the exporter does not run.
 	Audit bool `json:"audit"`
+	// APF: request rate, queue wait and rejections of each controller that has its own FlowSchema
+	// (apf.controllers), from the API server's API Priority and Fairness metrics. Turn it off when
+	// Prometheus cannot scrape the API server's /metrics.
+	APF bool `json:"apf"`
+}
+
+// APFConfig names the controllers that get their own API Priority and Fairness FlowSchema.
+type APFConfig struct {
+	// Controllers are the controllers that get a FlowSchema each, written to apf/ beside the
+	// rules: it matches the controller's ServiceAccount and sends its requests to the priority
+	// level the default FlowSchemas give it today, so fairness stays as it is and the API server's
+	// APF metrics label the controller's requests with its own flow_schema. None by default: then
+	// apf/ is not written.
+	Controllers []APFController `json:"controllers"`
+}
+
+// APFController is one controller that gets its own FlowSchema, loopwatch-<name>.
+type APFController struct {
+	// Name is the controller's name, a DNS label: its FlowSchema is called loopwatch-<name>.
+	Name string `json:"name"`
+	// ServiceAccount is the ServiceAccount the controller runs as, "namespace/name".
+	ServiceAccount string `json:"serviceAccount"`
+	// PriorityLevel is the priority level the FlowSchema sends the requests to. Empty: the one
+	// the default FlowSchemas give the ServiceAccount today, workload-high in kube-system
+	// (kube-system-service-accounts) and workload-low elsewhere (service-accounts). Set it when
+	// your cluster classifies the ServiceAccount with a FlowSchema of its own.
+	PriorityLevel string `json:"priorityLevel"`
+	// MatchingPrecedence is the FlowSchema's matchingPrecedence: of the FlowSchemas that match a
+	// request, the one with the lowest classifies it. 0: one less than the default FlowSchema
+	// that matches the ServiceAccount today (899 in kube-system, 8999 elsewhere), so every
+	// FlowSchema that wins over that one today (probes, system-leader-election, your own) still
+	// wins. A set value must lie strictly between those.
+	MatchingPrecedence int32 `json:"matchingPrecedence"`
 }
 
 // ManifestMeta is the metadata of a generated Kubernetes manifest.
@@ -80,7 +116,7 @@ type ManifestMeta struct {
 
 // DashboardsConfig configures the generated dashboards.
 type DashboardsConfig struct {
-	// UIDs of the dashboards, by dashboard key (controller, audit, exporter).
+	// UIDs of the dashboards, by dashboard key (controller, audit, exporter, apf).
 	UIDs map[string]string `json:"uids"`
 	// Tags put on every dashboard.
 	Tags []string `json:"tags"`
@@ -142,9 +178,10 @@ func Default() Config {
 		},
 		RunbookBaseURL: "https://github.com/loopwatch/loopwatch/blob/main/docs/runbooks/",
 		RuleInterval:   Duration(model.Duration(60e9)),
-		Groups:         Groups{Controller: true, LeaderElection: true, SLO: true, Audit: true},
+		Groups:         Groups{Controller: true, LeaderElection: true, SLO: true, Audit: true, APF: true},
 		SLO:            SLOConfig{Objective: 0.99},
 		Alerts:         defaultAlerts(),
+		APF:            APFConfig{Controllers: []APFController{}},
 		PrometheusRule: ManifestMeta{
 			Name:      "loopwatch",
 			Namespace: "monitoring",
@@ -155,6 +192,7 @@ func Default() Config {
 				"controller": "loopwatch-controller",
 				"audit":      "loopwatch-audit",
 				"exporter":   "loopwatch-exporter",
+				"apf":        "loopwatch-apf",
 			},
 			Tags:    []string{"loopwatch", "kubernetes-controllers"},
 			Refresh: "30s",
@@ -224,6 +262,7 @@ func (c Config) Validate() error {
 		v.add("slo.objective", "must be in (%g, 1): the fastest burn rate (14.4) must fit in the error budget, got %g", 1-1/14.4, o)
 	}
 	c.Alerts.validate(&v, "alerts")
+	c.APF.validate(&v, "apf")
 	v.meta("prometheusRule", c.PrometheusRule)
 	v.meta("dashboards.configMap", c.Dashboards.ConfigMap)
 	for _, key := range dashboardKeys {

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 )
@@ -65,6 +66,10 @@ func checkFields(v *validator, doc any, t reflect.Type, path string) {
 	case reflect.Float64:
 		if _, ok := doc.(float64); !ok {
 			v.add(path, "must be a number, got %v", doc)
+		}
+	case reflect.Int32:
+		if f, ok := doc.(float64); !ok || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+			v.add(path, "must be a whole number, got %v", doc)
 		}
 	case reflect.Bool:
 		if _, ok := doc.(bool); !ok {

@@ -138,5 +138,8 @@ func (b *builder) dashboards() []Dashboard {
 	if b.cfg.Groups.Audit {
 		out = append(out, b.auditDashboard(), b.exporterDashboard())
 	}
+	if b.cfg.Groups.APF {
+		out = append(out, b.apfDashboard())
+	}
 	return out
 }

@@ -161,6 +161,43 @@ func (m *Model) annotationTemplates(r Rule) map[string]string {
 	}
 }
 
+// AlertRule returns the rule of alert declaration a as the rule file has it: its resolved
+// expression, `for`, labels and annotation templates. It is false when the config leaves a out
+// (its group is off or the alert disabled). loopwatch diagnose evaluates these expressions, so
+// that it and the alerts agree on every threshold.
+func (m *Model) AlertRule(a *Alert) (rulefmt.Rule, bool) {
+	r, ok := m.rule(a)
+	if !ok {
+		return rulefmt.Rule{}, false
+	}
+	out, err := m.resolveRule(r)
+	return out, err == nil
+}
+
+// Annotations renders the annotations of alert a (summary, description, runbook_url) for one
+// instance with these labels and value, as Prometheus renders them. It is false when the config
+// leaves a out.
+func (m *Model) Annotations(a *Alert, labels map[string]string, value float64) (map[string]string, bool, error) {
+	r, ok := m.rule(a)
+	if !ok {
+		return nil, false, nil
+	}
+	out, err := m.expandAnnotations(r, labels, value)
+	return out, true, err
+}
+
+// rule finds the model's rule built from declaration a.
+func (m *Model) rule(a *Alert) (Rule, bool) {
+	for _, g := range m.Groups {
+		for _, r := range g.Rules {
+			if r.Decl == a {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
 // Alerts returns the names of every alert in the model, sorted.
 func (m *Model) Alerts() []string {
 	var names []string

@@ -51,6 +51,8 @@ var (
 		auditCase("loopwatch_audit_conflicts_total", levelActor, Labels{"actor": "system:serviceaccount:backup-system:backup-operator", "group": "backup.loopwatch.dev", "resource": "backups"}))
 	recAuditReads = auditRateRecording(levelActorVerb, "loopwatch_audit_reads_total",
 		auditCase("loopwatch_audit_reads_total", levelActorVerb, Labels{"actor": "system:serviceaccount:backup-system:backup-operator", "verb": "list", "group": "backup.loopwatch.dev", "resource": "backups"}))
+	recAuditInitialLists = auditRateRecording(levelActorVerb, "loopwatch_audit_initial_lists_total",
+		auditCase("loopwatch_audit_initial_lists_total", levelActorVerb, Labels{"actor": "system:serviceaccount:backup-system:backup-operator", "verb": "watch", "group": "backup.loopwatch.dev", "resource": "backups"}))
 )
 
 // flat returns l as name, value, name, value, ... sorted by name, for Labels.With.

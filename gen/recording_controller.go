@@ -153,6 +153,67 @@ var recAPIRequests = &Recording{
 	},
 }
 
+// recControllerWrites is each controller's write rate: its own writes where it is instrumented
+// with loopwatch's instrument package; otherwise its process's POST, PUT, PATCH and DELETE,
+// shared among the process's controllers in proportion to their reconciles (client-go's request
+// metric has no controller label, and a controller's writes happen in its reconciles).
+var recControllerWrites = &Recording{
+	Name: levelController.record("controller_writes", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		reconciles := sumBy(levelController, recReconcileByResult.Name)
+		return lines(
+			sumBy(levelController, recAPIRequests.Name+`{access="write"}`),
+			"or",
+			"(",
+			"  "+reconciles,
+			"  / on ("+levelJob.by()+") group_left ()",
+			"  "+sumBy(levelJob, recReconcileByResult.Name),
+			"  * on ("+levelJob.by()+") group_left ()",
+			"  "+sumBy(levelJob, recClientRequests.Name+`{method=~"POST|PUT|PATCH|DELETE"}`),
+			"  unless on ("+levelJob.by()+")",
+			"  "+recAPIRequests.Name,
+			")")
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller().With("name", "")
+		other := l.With("controller", "snapshot")
+		pod := c.Target("controller").With("host", "10.96.0.1:443")
+		return []ExprCase{
+			{
+				Name: "shares an uninstrumented process's writes among its controllers by reconciles",
+				At:   10 * time.Minute,
+				Series: []*Series{
+					Counter("controller_runtime_reconcile_total", l.With("result", "success"), 3),
+					Counter("controller_runtime_reconcile_total", other.With("result", "requeue_after"), 1),
+					Counter("rest_client_requests_total", pod.With("method", "PUT", "code", "200"), 6),
+					Counter("rest_client_requests_total", pod.With("method", "PATCH", "code", "409"), 2),
+					Counter("rest_client_requests_total", pod.With("method", "GET", "code", "200"), 50),
+				},
+				Want: []Sample{
+					{c.AtLevel(levelController, l), 6},
+					{c.AtLevel(levelController, other), 2},
+				},
+			},
+			{
+				Name: "records an instrumented controller's own writes",
+				At:   10 * time.Minute,
+				Series: []*Series{
+					Counter("controller_runtime_reconcile_total", l.With("result", "success"), 2),
+					Counter("controller_runtime_reconcile_total", other.With("result", "success"), 2),
+					Counter("rest_client_requests_total", pod.With("method", "PUT", "code", "200"), 6),
+					Counter("loopwatch_controller_api_requests_total", l.With("verb", "status_update", "access", "write"), 0.5),
+					Counter("loopwatch_controller_api_requests_total", l.With("verb", "get", "access", "read"), 4),
+					Counter("loopwatch_controller_api_requests_total", other.With("verb", "patch", "access", "write"), 0),
+				},
+				Want: []Sample{
+					{c.AtLevel(levelController, l), 0.5},
+					{c.AtLevel(levelController, other), 0},
+				},
+			},
+		}
+	},
+}
+
 // errorRatio is the result="error" share of reconciles per controller over window. requeue and
 // requeue_after are healthy results: a controller that schedules itself with RequeueAfter has
 // a ratio of 0.

@@ -43,6 +43,11 @@ func (m *Model) Files() ([]File, error) {
 		return nil, err
 	}
 	files := []File{{RulesFile, rules}, {PrometheusRuleFile, promRule}, kustomization("rules", PrometheusRuleFile)}
+	flowSchemas, err := m.Config.flowSchemaFiles()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, flowSchemas...)
 
 	var configMaps []any
 	for _, d := range m.Dashboards {

@@ -27,15 +27,17 @@ func ruleGroups() []ruleGroup {
 	controller := func(g Groups) bool { return g.Controller }
 	slo := func(g Groups) bool { return g.SLO }
 	audit := func(g Groups) bool { return g.Audit }
+	apf := func(g Groups) bool { return g.APF }
 	return []ruleGroup{
 		{Name: groupControllerRules, On: controller, Recordings: []*Recording{
 			recQueueDepth, recQueueAdds, recQueueCompletions, recReconcileByResult, recReconcileMean,
-			recErrorRatio5m, recClientRequests, recAPIRequests,
+			recErrorRatio5m, recClientRequests, recAPIRequests, recControllerWrites,
 		}},
 		{Name: groupSLORules, On: slo, Recordings: sloRecordings},
-		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads}},
+		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads, recAuditInitialLists}},
+		{Name: groupAPFRules, On: apf, Recordings: []*Recording{recAPFDispatched, recAPFRejected, recAPFWaitBuckets}},
 		{Name: groupControllerAlerts, On: controller, Alerts: []*Alert{
-			QueueBacklog, QueueWaitHigh, ReconcileSlow, ProcessorStuck, ReconcileErrors, PatchRateHigh, HotLoop,
+			QueueBacklog, QueueWaitHigh, ReconcileSlow, ProcessorStuck, ReconcileErrors, ReconcilePanics, PatchRateHigh, HotLoop,
 			APICallsPerReconcileHigh, FinalizerStuck, WorkqueueMetricsMissing, ControllerMetricsMissing,
 		}},
 		{Name: groupLeaderAlerts, On: func(g Groups) bool { return g.LeaderElection }, Alerts: []*Alert{
@@ -46,6 +48,7 @@ func ruleGroups() []ruleGroup {
 			WriteFight, HotObject, ReplicaRace, ConflictStorm, RelistStorm,
 			AuditExporterNotReceiving, AuditExporterDropping, AuditWebhookErrors,
 		}},
+		{Name: groupAPFAlerts, On: apf, Alerts: []*Alert{APFRequestsRejected, APFQueueWaitHigh, APFRequestRateHigh}},
 	}
 }
 

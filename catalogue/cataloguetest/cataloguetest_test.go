@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/loopwatch/loopwatch/catalogue"
 )
@@ -71,5 +74,26 @@ func TestCompare(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A server's /metrics parsed from the text format lists the +Inf bucket that a registry leaves
+// implicit: it is not one of the declared bounds, and it is not a difference.
+func TestCompareReadsParsedExpositions(t *testing.T) {
+	text := "# HELP y_seconds y\n# TYPE y_seconds histogram\n" +
+		"y_seconds_bucket{le=\"1\"} 1\ny_seconds_bucket{le=\"2\"} 2\ny_seconds_bucket{le=\"+Inf\"} 3\n" +
+		"y_seconds_sum 4\ny_seconds_count 3\n"
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Compare([]*dto.MetricFamily{families["y_seconds"]}, []catalogue.Metric{declaredHist}); err != nil {
+		t.Errorf("unexpected difference: %v", err)
+	}
+	other := declaredHist
+	other.Buckets = []float64{1, 3}
+	if err := Compare([]*dto.MetricFamily{families["y_seconds"]}, []catalogue.Metric{other}); err == nil || !strings.Contains(err.Error(), "buckets are [1 2], declared [1 3]") {
+		t.Errorf("Compare = %v, want other buckets reported", err)
 	}
 }

@@ -18,10 +18,11 @@ stuck finalizers.
                     and a jsonnet mixin from one config
   exporter          receive the API server's audit webhook and export per-actor write metrics
   audit analyze     post-mortem report of an audit log file: fights, hot objects, races
+  diagnose          walk the controller playbook over Prometheus data: a verdict per controller
   version           print the version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newGenCommand(), cli.NewExporterCommand(), cli.NewAuditCommand(), newVersionCommand())
+	root.AddCommand(newGenCommand(), cli.NewExporterCommand(), cli.NewAuditCommand(), newDiagnoseCommand(), newVersionCommand())
 	return root
 }

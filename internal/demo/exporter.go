@@ -50,7 +50,10 @@ func (c *Cluster) startExporter(ctx context.Context, dir string) error {
 	if err := c.touch(ctx); err != nil {
 		return err
 	}
-	hc := c.tls.httpClient()
+	hc, err := c.tls.httpClient()
+	if err != nil {
+		return err
+	}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if ended, err := p.exited(); ended {
@@ -72,7 +75,10 @@ func (c *Cluster) startExporter(ctx context.Context, dir string) error {
 // writes a heartbeat and waits for two more batches: batches are posted in order, at most a
 // second apart.
 func (c *Cluster) drainAudit(ctx context.Context) error {
-	hc := c.tls.httpClient()
+	hc, err := c.tls.httpClient()
+	if err != nil {
+		return err
+	}
 	url := "https://" + c.exporterAddr + "/metrics"
 	before, err := batches(ctx, hc, url)
 	if err != nil {
@@ -114,7 +120,8 @@ func batches(ctx context.Context, hc *http.Client, url string) (float64, error) 
 
 func (c *Cluster) exporterTarget() stack.ScrapeTarget {
 	return stack.ScrapeTarget{
-		Job: exporterJob, Addresses: []string{c.exporterAddr}, Scheme: "https", TLS: &stack.TLSFiles{CAFile: c.tls.caFile},
+		Job: exporterJob, Addresses: []string{c.exporterAddr}, Scheme: "https",
+		TLS:    &stack.TLSFiles{CAFile: c.tls.caFile, CertFile: c.tls.clientCert, KeyFile: c.tls.clientKey},
 		Labels: map[string]string{"namespace": "monitoring", "pod": "loopwatch-exporter-0"},
 	}
 }

@@ -126,10 +126,10 @@ func Incidents() []Incident {
 			},
 		},
 		{
-			Name:     "hot-loop",
-			What:     "a timestamp annotation patched after every reconcile wakes the controller again (--fault-hot-loop)",
-			Expect:   hotLoopAlerts,
-			Known:    hotLoopKnown,
+			Name:   "hot-loop",
+			What:   "a timestamp annotation patched after every reconcile wakes the controller again (--fault-hot-loop)",
+			Expect: hotLoopAlerts,
+			Known:  hotLoopKnown,
 			// A loop limited only by the API server, as client-go's default 5 requests per second
 			// is not: the 5-minute PATCH rate must cross 10/s within a minute.
 			Operator: Operator{Flags: []string{"--fault-hot-loop", "--kube-api-qps=200", "--kube-api-burst=400"}},
@@ -167,8 +167,8 @@ func Incidents() []Incident {
 			Delay:    15 * time.Second,
 		},
 		{
-			Name: "relist-storm",
-			What: "a client of the operator rebuilds its ConfigMap informer 50 times a second (--fault-relist-every=20ms); client-go's WatchList is on, as by default, so each relist is a WATCH with sendInitialEvents=true",
+			Name:   "relist-storm",
+			What:   "a client of the operator rebuilds its ConfigMap informer 50 times a second (--fault-relist-every=20ms); client-go's WatchList is on, as by default, so each relist is a WATCH with sendInitialEvents=true",
 			Expect: []*gen.Alert{gen.RelistStorm},
 			Known: map[*gen.Alert]string{gen.RelistStorm: "TODO: fires once the exporter counts WATCH requests with sendInitialEvents=true as relists " +
 				"and LoopwatchRelistStorm reads them (the exporter's WatchList change); until then only LIST relists fire (relist-storm-list)"},
@@ -195,9 +195,9 @@ func Incidents() []Incident {
 			Before:   create(few),
 		},
 		{
-			Name:   "two-leaders",
-			What:   "two replicas elect a leader with the same lease name in different namespaces: both lead",
-			Expect: []*gen.Alert{gen.LeaderMultiple},
+			Name:     "two-leaders",
+			What:     "two replicas elect a leader with the same lease name in different namespaces: both lead",
+			Expect:   []*gen.Alert{gen.LeaderMultiple},
 			Operator: Operator{Pods: 2, PodFlags: map[int][]string{1: {"--leader-election-namespace={ns}-lease"}}},
 			Before: func(ctx context.Context, s *Scene) error {
 				return s.ensureNamespace(ctx, s.Namespace+"-lease")

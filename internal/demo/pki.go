@@ -3,6 +3,7 @@ package demo
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +19,9 @@ type certs struct {
 	caFile                string
 	serverCert, serverKey string
 	clientCertPEM, keyPEM []byte
+	// clientCert and clientKey are the client certificate's files: Prometheus presents it to
+	// scrape /metrics, which takes the webhook's credentials.
+	clientCert, clientKey string
 }
 
 func newCerts(dir string) (*certs, error) {
@@ -37,6 +41,9 @@ func newCerts(dir string) (*certs, error) {
 	if c.serverCert, c.serverKey, err = server.Write(dir, "exporter"); err != nil {
 		return nil, err
 	}
+	if c.clientCert, c.clientKey, err = client.Write(dir, "exporter-client"); err != nil {
+		return nil, err
+	}
 	if err := os.WriteFile(c.caFile, c.caPEM, 0o600); err != nil {
 		return nil, err
 	}
@@ -48,9 +55,16 @@ func (c *certs) webhook(url string) *stack.AuditWebhook {
 	return &stack.AuditWebhook{URL: url, CAData: c.caPEM, ClientCertData: c.clientCertPEM, ClientKeyData: c.keyPEM}
 }
 
-// httpClient trusts the exporter's serving certificate (its /metrics needs no client certificate).
-func (c *certs) httpClient() *http.Client {
+// httpClient trusts the exporter's serving certificate and presents the client certificate:
+// /metrics on the exporter's TLS listener takes the webhook's credentials.
+func (c *certs) httpClient() (*http.Client, error) {
+	pair, err := tls.X509KeyPair(c.clientCertPEM, c.keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("load the exporter client certificate: %w", err)
+	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(c.caPEM)
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12,
+	}}}, nil
 }

@@ -98,6 +98,13 @@ func fieldDocs(path string) ([]field, error) {
 				continue
 			}
 			out = append(out, field{path: p, def: defaults[p], doc: sentence(fl.Names[0].Name, fl.Doc.Text())})
+			// A list of structs: its elements' fields follow, as <list>[].<field>, with no
+			// default of their own.
+			if arr, ok := fl.Type.(*ast.ArrayType); ok {
+				if id, ok := arr.Elt.(*ast.Ident); ok && structs[id.Name] != nil {
+					walk(id.Name, p+"[].")
+				}
+			}
 		}
 	}
 	walk("Config", "")
@@ -168,7 +175,11 @@ are the jsonnet mixin's ` + "`_config`" + ` (last section).
 |---|---|---|
 `)
 	for _, f := range fields {
-		fmt.Fprintf(&b, "| `%s` | `%s` | %s |\n", f.path, cell(f.def), cell(f.doc))
+		def := ""
+		if f.def != "" {
+			def = "`" + cell(f.def) + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.path, def, cell(f.doc))
 	}
 	b.WriteString(`
 ## Alerts

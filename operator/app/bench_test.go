@@ -64,6 +64,7 @@ func (r benchResult) String() string {
 // restarts the reference operator over its Ready Backups and checks it makes
 // no write. Enable with -operator.bench (N: -operator.bench-backups).
 func TestBenchmarkReferenceVsNPlusOne(t *testing.T) {
+	needCluster(t)
 	if !*benchEnabled {
 		t.Skip("benchmark not requested: set OPERATOR_BENCH=1 or -operator.bench")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -21,20 +20,14 @@ import (
 // (--kubeconfig, --metrics-insecure, leader election in a given namespace),
 // and checks it reconciles and serves its metrics, then stops on SIGTERM.
 func TestBinaryRunsAndServesPlainMetricsOnRequest(t *testing.T) {
+	needCluster(t)
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "backup-operator")
-	build := exec.Command("go", "build", "-o", bin, "github.com/loopwatch/loopwatch/cmd/backup-operator")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, testKubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin := operatorBinary(t)
+	kubeconfig := testKubeconfigFile(t)
 	ns := newNamespace(t, "binary")
 	createAppObjects(t, ns, "shop")
 	addr := freeAddr(t)

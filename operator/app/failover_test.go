@@ -12,6 +12,7 @@ import (
 )
 
 func TestLeaderFailoverTakesNoDuplicateSnapshots(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "failover")
 	createAppObjects(t, ns, "shop")
@@ -81,6 +82,7 @@ func TestLeaderFailoverTakesNoDuplicateSnapshots(t *testing.T) {
 }
 
 func TestThousandBackupsConverge(t *testing.T) {
+	needCluster(t)
 	if testing.Short() {
 		t.Skip("1,000 Backups take a while; skipped with -short")
 	}

@@ -41,6 +41,7 @@ func verbCount(t *testing.T, reg *prometheus.Registry, ctrlName string, verb ins
 // on and checks that the failure's symptom shows up in what loopwatch
 // measures.
 func TestFaultModesReproduceTheirIncident(t *testing.T) {
+	needCluster(t)
 	cases := []struct {
 		name  string
 		modes faults.Modes
@@ -141,6 +142,7 @@ func TestFaultModesReproduceTheirIncident(t *testing.T) {
 }
 
 func TestNoLeaderElectionLetsReplicasRace(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "race")
 	createAppObjects(t, ns, "shop")

@@ -49,6 +49,7 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 // that it carries the controller-runtime and instrument metrics. This is the
 // only test that registers into controller-runtime's global registry.
 func TestMetricsEndpointAuthenticatesAndAuthorizes(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "metrics")
 	addr := freeAddr(t)

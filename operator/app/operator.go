@@ -37,6 +37,15 @@ type Operator struct {
 	Orphans *controller.OrphanCollector
 }
 
+// EventSource is the reporting controller of the operator's Events.
+const EventSource = "backup-operator"
+
+// onLeader runs a runnable on the elected leader only.
+type onLeader struct{ manager.Runnable }
+
+// NeedLeaderElection reports true, whatever the wrapped runnable says.
+func (onLeader) NeedLeaderElection() bool { return true }
+
 // NewScheme is the scheme of every client of the operator (the manager, the
 // tests, the demo): the core types and the backup API.
 func NewScheme() (*runtime.Scheme, error) {
@@ -125,9 +134,12 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 	if err := controller.AddIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	// The Snapshot controller reads ConfigMaps and Secrets from the cache;
-	// declare their informers up front (ReaderFailOnMissingInformer).
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+	// Declare every informer the operator reads up front
+	// (ReaderFailOnMissingInformer): the controllers' own watches start only
+	// on the leader, so without this a standby's cache would lack Backups and
+	// Snapshots. With it a standby keeps a synced cache and a new leader
+	// starts reconciling as soon as it holds the lease.
+	for _, obj := range []client.Object{&backupv1.Backup{}, &backupv1.Snapshot{}, &corev1.ConfigMap{}, &corev1.Secret{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			return nil, fmt.Errorf("declare informer for %T: %w", obj, err)
 		}
@@ -152,14 +164,15 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	recorder := mgr.GetEventRecorder(EventSource)
 	br := controller.NewBackupReconciler(controller.BackupReconciler{
-		Stores: stores, Clock: clk, DeleteTimeout: o.DeleteTimeout,
+		Stores: stores, Clock: clk, DeleteTimeout: o.DeleteTimeout, Events: recorder,
 	})
 	if err := br.SetupWithManager(mgr, backupOpts); err != nil {
 		return nil, err
 	}
 	sr := controller.NewSnapshotReconciler(controller.SnapshotReconciler{
-		Stores: stores, Clock: clk, PutTimeout: o.PutTimeout, DeleteTimeout: o.DeleteTimeout,
+		Stores: stores, Clock: clk, PutTimeout: o.PutTimeout, DeleteTimeout: o.DeleteTimeout, Events: recorder,
 	})
 	if err := sr.SetupWithManager(mgr, copts); err != nil {
 		return nil, err
@@ -183,7 +196,9 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := mgr.Add(fa); err != nil {
+		// On the leader only: a standby has nothing pending to measure, and
+		// its gauge stays at 0, which max() across replicas ignores.
+		if err := mgr.Add(onLeader{fa}); err != nil {
 			return nil, fmt.Errorf("add finalizer age: %w", err)
 		}
 	}

@@ -29,6 +29,7 @@ import (
 )
 
 func TestHappyPathWritesAnArchiveAndReportsReady(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "happy")
 	createAppObjects(t, ns, "shop")
@@ -151,6 +152,7 @@ func convergeTargets(ns string, c client.Client, stores controller.Stores, modes
 }
 
 func TestReconcileOfAnUpToDateBackupMakesNoWrites(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "converge")
 	createAppObjects(t, ns, "shop")
@@ -173,6 +175,7 @@ func TestReconcileOfAnUpToDateBackupMakesNoWrites(t *testing.T) {
 }
 
 func TestConvergeCatchesTheHotLoopFault(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "hotloop")
 	createAppObjects(t, ns, "shop")
@@ -200,6 +203,7 @@ func TestConvergeCatchesTheHotLoopFault(t *testing.T) {
 }
 
 func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "outage")
 	createAppObjects(t, ns, "shop")

@@ -15,8 +15,9 @@ import (
 // the same whatever the number of Backups.
 const SnapshotBackupIndex = "spec.backupName"
 
-// SnapshotBackupLabel is set on every Snapshot to its Backup's name, so
-// kubectl and other tools can select them.
+// SnapshotBackupLabel is set on every Snapshot to BackupLabelValue of its
+// Backup's name (the name itself unless it is over 63 characters), so kubectl
+// and other tools can select them.
 const SnapshotBackupLabel = "backup.loopwatch.dev/backup"
 
 // AddIndexes registers the field indexes the controllers use. Call it before

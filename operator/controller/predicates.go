@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -21,7 +22,8 @@ var deletionStarted = predicate.Funcs{
 }
 
 // snapshotProgressed passes Snapshot updates the Backup controller cares
-// about: a phase change or a deletion, not its own metadata churn.
+// about: a phase change, a new Ready reason (a pending Snapshot whose store
+// fails blocks its Backup) or a deletion, not its own metadata churn.
 var snapshotProgressed = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		o, ok1 := e.ObjectOld.(*backupv1.Snapshot)
@@ -29,6 +31,14 @@ var snapshotProgressed = predicate.Funcs{
 		if !ok1 || !ok2 {
 			return true
 		}
-		return o.Status.Phase != n.Status.Phase || o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
+		return o.Status.Phase != n.Status.Phase || readyReason(o) != readyReason(n) ||
+			o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
 	},
+}
+
+func readyReason(s *backupv1.Snapshot) string {
+	if c := meta.FindStatusCondition(s.Status.Conditions, backupv1.ConditionReady); c != nil {
+		return c.Reason
+	}
+	return ""
 }

@@ -25,6 +25,10 @@ func TestPredicates(t *testing.T) {
 		{name: "ignores the controller's own finalizer patch", old: base(), new: with(func(s *backupv1.Snapshot) { s.Finalizers = []string{"f"} })},
 		{name: "passes a phase change to the owner", old: base(),
 			new: with(func(s *backupv1.Snapshot) { s.Status.Phase = backupv1.SnapshotCompleted }), wantProgress: true},
+		{name: "passes a pending snapshot's store failure to the owner", old: base(),
+			new: with(func(s *backupv1.Snapshot) {
+				setSnapshotConditions(&s.Status, 1, now.Time, metav1.ConditionFalse, backupv1.ReasonStoreError, "refused")
+			}), wantProgress: true},
 		{name: "passes the start of a deletion", old: base(),
 			new: with(func(s *backupv1.Snapshot) { s.DeletionTimestamp = &now }), wantProgress: true, wantDeletion: true},
 	}

@@ -73,8 +73,8 @@ func (o ControllerOptions) complete(mgr ctrl.Manager, name string, b *builder.Bu
 }
 
 // RBAC of the operator, least privilege: it patches (never updates) its own
-// kinds, reads ConfigMaps and Secrets, and sets owner references with
-// blockOwnerDeletion (hence backups/finalizers).
+// kinds, reads ConfigMaps and Secrets, sets owner references with
+// blockOwnerDeletion (hence backups/finalizers) and emits Events.
 //
 // +kubebuilder:rbac:groups=backup.loopwatch.dev,resources=backups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backup.loopwatch.dev,resources=backups/status,verbs=get;patch
@@ -82,22 +82,27 @@ func (o ControllerOptions) complete(mgr ctrl.Manager, name string, b *builder.Bu
 // +kubebuilder:rbac:groups=backup.loopwatch.dev,resources=snapshots,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=backup.loopwatch.dev,resources=snapshots/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the Backup controller. Backups wake it only when
 // their spec (generation) changes or their deletion starts; Snapshots wake
-// their owner only when their phase changes or they go away. Metadata churn,
+// their owner only when their phase or Ready reason changes or they go away;
+// a finished store clean-up wakes the Backup it was for. Metadata churn,
 // including the controller's own writes, wakes nothing.
 func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager, o ControllerOptions) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&backupv1.Backup{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
-		Owns(&backupv1.Snapshot{}, builder.WithPredicates(snapshotProgressed))
+		Owns(&backupv1.Snapshot{}, builder.WithPredicates(snapshotProgressed)).
+		WatchesRawSource(r.cleanups.source())
 	return o.complete(mgr, BackupControllerName, b, r, func(c client.Client) { r.Client = c })
 }
 
 // SetupWithManager registers the Snapshot controller. Snapshots wake it when
-// their spec changes or their deletion starts, never on its own status writes.
+// their spec changes or their deletion starts, never on its own status
+// writes; a finished store clean-up wakes the Snapshot it was for.
 func (r *SnapshotReconciler) SetupWithManager(mgr ctrl.Manager, o ControllerOptions) error {
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&backupv1.Snapshot{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted)))
+		For(&backupv1.Snapshot{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
+		WatchesRawSource(r.cleanups.source())
 	return o.complete(mgr, SnapshotControllerName, b, r, func(c client.Client) { r.Client = c })
 }
