@@ -2,10 +2,12 @@ package demo
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -37,9 +39,11 @@ type Cluster struct {
 	dir   string
 	bin   string
 	rules string // the generated rule file
-	cp    *stack.ControlPlane
-	kube  client.Client
-	tls   *certs
+	// configFile is the generator config the rules come from (for `loopwatch diagnose --config`).
+	configFile string
+	cp         *stack.ControlPlane
+	kube       client.Client
+	tls        *certs
 	// exporterAddr is where the webhook posts; the current scene's exporter listens there.
 	exporterAddr string
 	exporter     *exporterProcess
@@ -108,6 +112,19 @@ func (c *Cluster) writeRules() (string, error) {
 		return "", err
 	}
 	path := filepath.Join(c.dir, gen.RulesFile)
+	// The config as a file, for `loopwatch diagnose --config`; JSON is YAML. Loading it back
+	// checks that the file says what the rules were generated from.
+	b, err := json.MarshalIndent(c.cfg, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	c.configFile = filepath.Join(c.dir, "loopwatch.yaml")
+	if err := os.WriteFile(c.configFile, b, 0o644); err != nil {
+		return "", err
+	}
+	if back, err := gen.Load(c.configFile); err != nil || !reflect.DeepEqual(back, c.cfg) {
+		return "", fmt.Errorf("the demo config does not load back from %s: %v", c.configFile, err)
+	}
 	c.say("generated %d alerts into %s (`for` %s, evaluated every %s)", len(m.Alerts()), path,
 		time.Duration(c.cfg.Alerts[gen.QueueBacklog.Key].For), time.Duration(c.cfg.RuleInterval))
 	return path, nil

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/loopwatch/loopwatch/gen"
+	"github.com/loopwatch/loopwatch/operator/controller"
 )
 
 // Incident is one controller failure reproduced on the cluster, and the alerts that must catch
@@ -33,19 +34,10 @@ type Incident struct {
 	Delay time.Duration
 	// Watch is how long a healthy scene is watched for silence.
 	Watch time.Duration
+	// Diagnosis is what `loopwatch diagnose` must conclude once the expected alerts fired (or,
+	// for a healthy scene, at the end of the watch); nil: not checked.
+	Diagnosis *Diagnosis
 }
-
-// The hot loop's expectation, in one place as the hot-loop alert is being reworked: a controller
-// re-triggering itself with its own writes fires the PATCH rate of its process, the object its
-// one actor rewrites (audit), and LoopwatchHotLoop, whose present definition needs reconciles
-// faster than 10ms on average and misses this loop (its reconciles include the PATCH and
-// take tens of milliseconds).
-var (
-	hotLoopAlerts = []*gen.Alert{gen.PatchRateHigh, gen.HotObject, gen.HotLoop}
-	hotLoopKnown  = map[*gen.Alert]string{
-		gen.HotLoop: "TODO: LoopwatchHotLoop still requires reconciles under 10ms on average; the redesign (self-triggered writes) catches this loop",
-	}
-)
 
 // Object sets of the scenes.
 var (
@@ -74,7 +66,8 @@ var Healthy = Incident{
 		s.EditEvery(scheduled, 5*time.Second)
 		return nil
 	},
-	Watch: time.Minute,
+	Watch:     time.Minute,
+	Diagnosis: &Diagnosis{},
 }
 
 // Incidents returns the incidents of the matrix: the thirteen of the issue, then those produced
@@ -82,8 +75,9 @@ var Healthy = Incident{
 func Incidents() []Incident {
 	return []Incident{
 		{
-			Name: "queue-backlog",
-			What: "Backups are created 10 per second while the controller, with one worker and reconciles waiting 300ms on a slow dependency, handles about 3 per second",
+			Name:      "queue-backlog",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.QueueBacklog},
+			What:      "Backups are created 10 per second while the controller, with one worker and reconciles waiting 300ms on a slow dependency, handles about 3 per second",
 			// A backlog makes items wait: the queue-wait alert is the other view of it.
 			Expect:   []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh},
 			Operator: Operator{Flags: []string{"--fault-reconcile-delay=300ms", "--max-concurrent-reconciles=1"}},
@@ -93,93 +87,104 @@ func Incidents() []Incident {
 			},
 		},
 		{
-			Name:     "slow-reconcile",
-			What:     "every archive store call takes 6s, as an overloaded object store does (--fault-slow-store=6s); 2 Backups snapshot every 20s",
-			Expect:   []*gen.Alert{gen.ReconcileSlow},
-			Operator: Operator{Flags: []string{"--fault-slow-store=6s"}},
-			Before:   create(Backups{Prefix: "every20s", N: 2, IntervalSeconds: 20}),
+			Name:      "slow-reconcile",
+			Diagnosis: &Diagnosis{Controller: controller.SnapshotControllerName, Cause: gen.ReconcileSlow},
+			What:      "every archive store call takes 6s, as an overloaded object store does (--fault-slow-store=6s); 2 Backups snapshot every 20s",
+			Expect:    []*gen.Alert{gen.ReconcileSlow},
+			Operator:  Operator{Flags: []string{"--fault-slow-store=6s"}},
+			Before:    create(Backups{Prefix: "every20s", N: 2, IntervalSeconds: 20}),
 		},
 		{
-			Name:     "stuck-worker",
-			What:     "the reconcile of one Backup never returns, as a call without a timeout does (--fault-hang)",
-			Expect:   []*gen.Alert{gen.ProcessorStuck},
-			Operator: Operator{Flags: []string{"--fault-hang=" + few.Prefix + "-0"}},
-			Before:   create(few),
+			Name:      "stuck-worker",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.ProcessorStuck},
+			What:      "the reconcile of one Backup never returns, as a call without a timeout does (--fault-hang)",
+			Expect:    []*gen.Alert{gen.ProcessorStuck},
+			Operator:  Operator{Flags: []string{"--fault-hang=" + few.Prefix + "-0"}},
+			Before:    create(few),
 		},
 		{
-			Name: "error-storm",
-			What: "the archive store fails every write (--fault-failing-store); 5 Backups snapshot every 20s",
+			Name:      "error-storm",
+			Diagnosis: &Diagnosis{Controller: controller.SnapshotControllerName, Cause: gen.ReconcileErrors},
+			What:      "the archive store fails every write (--fault-failing-store); 5 Backups snapshot every 20s",
 			// The error-budget alerts are the SLO view of the same failures.
 			Expect:   []*gen.Alert{gen.ReconcileErrors, gen.ErrorBudgetBurnFast, gen.ErrorBudgetBurnSlow},
 			Operator: Operator{Flags: []string{"--fault-failing-store"}},
 			Before:   create(scheduled),
 		},
 		{
-			Name:     "n-plus-one",
-			What:     "every reconcile lists all Backups and GETs each one from the API server (--fault-n-plus-one) while the namespace grows to 30 Backups",
-			Expect:   []*gen.Alert{gen.APICallsPerReconcileHigh},
-			Operator: Operator{Flags: []string{"--fault-n-plus-one"}},
-			Before:   create(scheduled),
+			Name:      "n-plus-one",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.APICallsPerReconcileHigh},
+			What:      "every reconcile lists all Backups and GETs each one from the API server (--fault-n-plus-one) while the namespace grows to 30 Backups",
+			Expect:    []*gen.Alert{gen.APICallsPerReconcileHigh},
+			Operator:  Operator{Flags: []string{"--fault-n-plus-one"}},
+			Before:    create(scheduled),
 			Inject: func(ctx context.Context, s *Scene) error {
 				s.CreateEvery(fleet, 500*time.Millisecond)
 				return nil
 			},
 		},
 		{
-			Name:   "hot-loop",
-			What:   "a timestamp annotation patched after every reconcile wakes the controller again (--fault-hot-loop)",
-			Expect: hotLoopAlerts,
-			Known:  hotLoopKnown,
+			Name:      "hot-loop",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.HotLoop},
+			What:      "a timestamp annotation patched after every reconcile wakes the controller again (--fault-hot-loop)",
+			// The loop's three views: the PATCH rate of its process, the object its one actor
+			// rewrites (audit), and the controller that writes on every reconcile, fast, with
+			// a hot object written by its namespace.
+			Expect: []*gen.Alert{gen.PatchRateHigh, gen.HotObject, gen.HotLoop},
 			// A loop limited only by the API server, as client-go's default 5 requests per second
 			// is not: the 5-minute PATCH rate must cross 10/s within a minute.
 			Operator: Operator{Flags: []string{"--fault-hot-loop", "--kube-api-qps=200", "--kube-api-burst=400"}},
 			Before:   create(few),
 		},
 		{
-			Name:   "write-fight",
-			What:   "a second controller, with its own service account, sets an annotation every 6s that the operator sets back (--fault-fight)",
-			Expect: []*gen.Alert{gen.WriteFight},
+			Name:      "write-fight",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.WriteFight},
+			What:      "a second controller, with its own service account, sets an annotation every 6s that the operator sets back (--fault-fight)",
+			Expect:    []*gen.Alert{gen.WriteFight},
 			Operator: Operator{Flags: []string{"--fault-fight", "--fault-fight-interval=6s",
 				"--fault-fight-as=system:serviceaccount:{ns}:" + rivalSA}},
 			Before: create(few),
 		},
 		{
-			Name:     "replica-race",
-			What:     "two replicas run without leader election and reconcile the same Backups (--fault-no-leader-election)",
-			Expect:   []*gen.Alert{gen.ReplicaRace},
-			Operator: Operator{Pods: 2, Flags: []string{"--fault-no-leader-election"}},
-			Before:   create(scheduled),
+			Name:      "replica-race",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.ReplicaRace},
+			What:      "two replicas run without leader election and reconcile the same Backups (--fault-no-leader-election)",
+			Expect:    []*gen.Alert{gen.ReplicaRace},
+			Operator:  Operator{Pods: 2, Flags: []string{"--fault-no-leader-election"}},
+			Before:    create(scheduled),
 		},
 		{
-			Name:     "leader-lost",
-			What:     "15s after the start the API server is unreachable for the leader elector of both replicas (--fault-lease-unreachable-after): the leader cannot renew, gives up and exits; the standby cannot take the lease",
-			Expect:   []*gen.Alert{gen.LeaderMissing},
-			Operator: Operator{Pods: 2, Flags: append([]string{"--fault-lease-unreachable-after=15s"}, shortLease...)},
-			Before:   create(few),
-			Delay:    15 * time.Second,
+			Name:      "leader-lost",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.LeaderMissing},
+			What:      "15s after the start the API server is unreachable for the leader elector of both replicas (--fault-lease-unreachable-after): the leader cannot renew, gives up and exits; the standby cannot take the lease",
+			Expect:    []*gen.Alert{gen.LeaderMissing},
+			Operator:  Operator{Pods: 2, Flags: append([]string{"--fault-lease-unreachable-after=15s"}, shortLease...)},
+			Before:    create(few),
+			Delay:     15 * time.Second,
 		},
 		{
-			Name:     "periodic-storm",
-			What:     "every 15s a cron job touches all 60 Backups and requeues them (--fault-mass-update-every); with one worker and 300ms reconciles, fresh events wait behind the storm",
-			Expect:   []*gen.Alert{gen.QueueWaitHigh},
-			Operator: Operator{Flags: []string{"--fault-mass-update-every=15s", "--fault-reconcile-delay=300ms", "--max-concurrent-reconciles=1"}},
-			Before:   create(Backups{Prefix: "cron", N: 60, Suspend: true}),
-			Delay:    15 * time.Second,
+			Name:      "periodic-storm",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.QueueWaitHigh},
+			What:      "every 15s a cron job touches all 60 Backups and requeues them (--fault-mass-update-every); with one worker and 300ms reconciles, fresh events wait behind the storm",
+			Expect:    []*gen.Alert{gen.QueueWaitHigh},
+			Operator:  Operator{Flags: []string{"--fault-mass-update-every=15s", "--fault-reconcile-delay=300ms", "--max-concurrent-reconciles=1"}},
+			Before:    create(Backups{Prefix: "cron", N: 60, Suspend: true}),
+			Delay:     15 * time.Second,
 		},
 		{
-			Name:   "relist-storm",
-			What:   "a client of the operator rebuilds its ConfigMap informer 50 times a second (--fault-relist-every=20ms); client-go's WatchList is on, as by default, so each relist is a WATCH with sendInitialEvents=true",
-			Expect: []*gen.Alert{gen.RelistStorm},
-			Known: map[*gen.Alert]string{gen.RelistStorm: "TODO: fires once the exporter counts WATCH requests with sendInitialEvents=true as relists " +
-				"and LoopwatchRelistStorm reads them (the exporter's WatchList change); until then only LIST relists fire (relist-storm-list)"},
-			Operator: Operator{Flags: []string{"--fault-relist-every=20ms", "--kube-api-qps=200", "--kube-api-burst=400"}},
+			Name:      "relist-storm",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.RelistStorm},
+			What:      "a client of the operator rebuilds its ConfigMap informer 50 times a second (--fault-relist-every=20ms); client-go's WatchList is on, as by default, so each relist is a WATCH with sendInitialEvents=true",
+			Expect:    []*gen.Alert{gen.RelistStorm},
+			Operator:  Operator{Flags: []string{"--fault-relist-every=20ms", "--kube-api-qps=200", "--kube-api-burst=400"}},
 		},
 		{
-			Name:     "stuck-finalizer",
-			What:     "a Backup is deleted while its finalizer waits for an external clean-up that never completes (--fault-finalizer-stuck)",
-			Expect:   []*gen.Alert{gen.FinalizerStuck},
-			Operator: Operator{Flags: []string{"--fault-finalizer-stuck"}},
-			Before:   create(few),
+			Name:      "stuck-finalizer",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.FinalizerStuck},
+			What:      "a Backup is deleted while its finalizer waits for an external clean-up that never completes (--fault-finalizer-stuck)",
+			Expect:    []*gen.Alert{gen.FinalizerStuck},
+			Operator:  Operator{Flags: []string{"--fault-finalizer-stuck"}},
+			Before:    create(few),
 			Inject: func(ctx context.Context, s *Scene) error {
 				if err := s.WaitFinalizer(ctx, few, 0); err != nil {
 					return err
@@ -188,32 +193,36 @@ func Incidents() []Incident {
 			},
 		},
 		{
-			Name:     "missing-metrics",
-			What:     "the Backup controller's work queue registers its metrics with a registry nobody serves, as when another workqueue metrics provider wins (--fault-workqueue-metrics-unregistered)",
-			Expect:   []*gen.Alert{gen.WorkqueueMetricsMissing},
-			Operator: Operator{Flags: []string{"--fault-workqueue-metrics-unregistered"}},
-			Before:   create(few),
+			Name:      "missing-metrics",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.WorkqueueMetricsMissing},
+			What:      "the Backup controller's work queue registers its metrics with a registry nobody serves, as when another workqueue metrics provider wins (--fault-workqueue-metrics-unregistered)",
+			Expect:    []*gen.Alert{gen.WorkqueueMetricsMissing},
+			Operator:  Operator{Flags: []string{"--fault-workqueue-metrics-unregistered"}},
+			Before:    create(few),
 		},
 		{
-			Name:     "two-leaders",
-			What:     "two replicas elect a leader with the same lease name in different namespaces: both lead",
-			Expect:   []*gen.Alert{gen.LeaderMultiple},
-			Operator: Operator{Pods: 2, PodFlags: map[int][]string{1: {"--leader-election-namespace={ns}-lease"}}},
+			Name:      "two-leaders",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.LeaderMultiple},
+			What:      "two replicas elect a leader with the same lease name in different namespaces: both lead",
+			Expect:    []*gen.Alert{gen.LeaderMultiple},
+			Operator:  Operator{Pods: 2, PodFlags: map[int][]string{1: {"--leader-election-namespace={ns}-lease"}}},
 			Before: func(ctx context.Context, s *Scene) error {
 				return s.ensureNamespace(ctx, s.Namespace+"-lease")
 			},
 		},
 		{
-			Name:     "leader-flapping",
-			What:     "a replica that has led for 5s can no longer renew its lease (--fault-lease-lost-after=5s): it exits, is restarted as a standby, and the other replica takes the lease, in turn",
-			Expect:   []*gen.Alert{gen.LeaderFlapping},
-			Operator: Operator{Pods: 2, Restart: true, Flags: append([]string{"--fault-lease-lost-after=5s"}, shortLease...)},
+			Name:      "leader-flapping",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.LeaderFlapping},
+			What:      "a replica that has led for 5s can no longer renew its lease (--fault-lease-lost-after=5s): it exits, is restarted as a standby, and the other replica takes the lease, in turn",
+			Expect:    []*gen.Alert{gen.LeaderFlapping},
+			Operator:  Operator{Pods: 2, Restart: true, Flags: append([]string{"--fault-lease-lost-after=5s"}, shortLease...)},
 		},
 		{
-			Name:     "relist-storm-list",
-			What:     "the relist storm of a client with WatchList off (KUBE_FEATURE_WatchListClient=false), as older clients: each relist is a LIST",
-			Expect:   []*gen.Alert{gen.RelistStorm},
-			Operator: Operator{Flags: []string{"--fault-relist-every=20ms", "--kube-api-qps=200", "--kube-api-burst=400"}, Env: []string{"KUBE_FEATURE_WatchListClient=false"}},
+			Name:      "relist-storm-list",
+			Diagnosis: &Diagnosis{Controller: controller.BackupControllerName, Cause: gen.RelistStorm},
+			What:      "the relist storm of a client with WatchList off (KUBE_FEATURE_WatchListClient=false), as older clients: each relist is a LIST",
+			Expect:    []*gen.Alert{gen.RelistStorm},
+			Operator:  Operator{Flags: []string{"--fault-relist-every=20ms", "--kube-api-qps=200", "--kube-api-burst=400"}, Env: []string{"KUBE_FEATURE_WatchListClient=false"}},
 		},
 	}
 }

@@ -24,6 +24,9 @@ type Result struct {
 	Others []string
 	// Took is the scene's wall time, start to close.
 	Took time.Duration
+	// Diagnosed is what `loopwatch diagnose` concluded at the end of the scene; nil when the
+	// incident expects no diagnosis or the scene did not run to its end.
+	Diagnosed *Diagnosed
 	// Err is why the scene could not run to its end.
 	Err error
 }
@@ -33,9 +36,12 @@ type Result struct {
 func (r Result) Caught() bool { return r.Passed() && len(r.Fired) > 0 }
 
 // Passed reports whether the scene showed what it must: every expected alert fired but those
-// known not to fire yet, and no other alert was seen.
+// known not to fire yet, no other alert was seen, and diagnose named the expected cause first.
 func (r Result) Passed() bool {
 	if r.Err != nil || len(r.Others) > 0 {
+		return false
+	}
+	if r.Incident.Diagnosis != nil && (r.Diagnosed == nil || !r.Diagnosed.Right) {
 		return false
 	}
 	for _, a := range r.Incident.Expect {
@@ -74,6 +80,18 @@ func (c *Cluster) RunIncident(ctx context.Context, inc Incident, keep bool) (res
 		set: make(chan struct{}), allFired: make(chan struct{})}
 	res.Err = c.play(ctx, s, inc, w)
 	res.Others = w.others
+	if res.Err == nil && inc.Diagnosis != nil {
+		d := s.judge(ctx, *inc.Diagnosis)
+		res.Diagnosed = &d
+		switch {
+		case d.Err != nil:
+			s.say("DIAGNOSIS FAILED: %v", d.Err)
+		case d.Right:
+			s.say("diagnose: %s", d.Said)
+		default:
+			s.say("DIAGNOSIS WRONG: diagnose said %s", d.Said)
+		}
+	}
 	return res, s
 }
 

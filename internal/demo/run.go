@@ -90,7 +90,9 @@ func (s *Scene) show(ctx context.Context, out io.Writer) error {
 			fmt.Fprintf(out, "    %s: %s\n", k, a.Annotations[k])
 		}
 	}
-	s.diagnose(ctx, out)
+	if err := s.showDiagnosis(ctx, out); err != nil {
+		return err
+	}
 	if err := s.c.analyze(ctx, out); err != nil {
 		return err
 	}
@@ -98,26 +100,16 @@ func (s *Scene) show(ctx context.Context, out io.Writer) error {
 	return nil
 }
 
-// diagnose runs `loopwatch diagnose --prometheus URL` when the binary has that command.
-//
-// HOOK(diagnose): the command is being written; until `loopwatch diagnose --help` succeeds the
-// demo says so and goes on. Once it exists, its verdict is printed here as is.
-func (s *Scene) diagnose(ctx context.Context, out io.Writer) {
-	bin := filepath.Join(s.c.bin, "loopwatch")
-	fmt.Fprintf(out, "\n== loopwatch diagnose --prometheus %s\n", s.prom.URL())
-	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := exec.CommandContext(hctx, bin, "diagnose", "--help").Run(); err != nil {
-		fmt.Fprintf(out, "(this build of loopwatch has no diagnose command yet: %v)\n", err)
-		return
+// showDiagnosis prints what `loopwatch diagnose` says about the scene, with the command that
+// says the same.
+func (s *Scene) showDiagnosis(ctx context.Context, out io.Writer) error {
+	since := time.Since(s.start).Round(time.Minute) + time.Minute
+	fmt.Fprintf(out, "\n== loopwatch diagnose --prometheus %s --config %s --since %s\n", s.prom.URL(), s.c.configFile, since)
+	r, err := s.diagnosis(ctx)
+	if err != nil {
+		return err
 	}
-	dctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(dctx, bin, "diagnose", "--prometheus", s.prom.URL())
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		fmt.Fprintf(out, "(loopwatch diagnose: %v)\n", err)
-	}
+	return r.WriteText(out)
 }
 
 // analyzeLines bounds the post-mortem printed.
@@ -149,12 +141,12 @@ func (s *Scene) printAccess(out io.Writer) {
 	fmt.Fprintf(out, `
 == the stack keeps running (KEEP=1)
 Prometheus:        %s   (alerts: %s/alerts)
-exporter metrics:  curl --cacert %s https://%s/metrics
+exporter metrics:  curl --cacert %s --cert %s --key %s https://%s/metrics
 operator metrics:  %s
 kubeconfig:        export KUBECONFIG=%s   (cluster admin; namespace %s)
 logs and files:    %s
 Stop it with Ctrl-C here, or: kill -INT %d
-`, s.prom.URL(), s.prom.URL(), s.c.tls.caFile, s.c.exporterAddr, s.podURLs(), s.c.AdminKubeconfig(), s.Namespace, s.c.dir, os.Getpid())
+`, s.prom.URL(), s.prom.URL(), s.c.tls.caFile, s.c.tls.clientCert, s.c.tls.clientKey, s.c.exporterAddr, s.podURLs(), s.c.AdminKubeconfig(), s.Namespace, s.c.dir, os.Getpid())
 }
 
 func (s *Scene) podURLs() string {

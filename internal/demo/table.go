@@ -8,11 +8,11 @@ import (
 )
 
 // WriteTable writes the results as a Markdown table: incident, expected alert, fired, time to
-// detect, other alerts; then the totals.
+// detect, other alerts, diagnose's first cause; then the totals.
 func WriteTable(w io.Writer, results []Result) {
-	fmt.Fprintln(w, "| incident | expected alert | fired | time to detect | other alerts |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
-	caught, incidents, others := 0, 0, 0
+	fmt.Fprintln(w, "| incident | expected alert | fired | time to detect | other alerts | diagnose (first cause) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	caught, incidents, others, diagnosed, right := 0, 0, 0, 0, 0
 	var took time.Duration
 	for _, r := range results {
 		took += r.Took
@@ -48,8 +48,23 @@ func WriteTable(w io.Writer, results []Result) {
 		if r.Err != nil {
 			other += "<br>**error: " + strings.ReplaceAll(r.Err.Error(), "\n", " ") + "**"
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", inc.Name, expected, fired, detect, other)
+		diag := "—"
+		if inc.Diagnosis != nil {
+			diagnosed++
+			switch d := r.Diagnosed; {
+			case d == nil:
+				diag = "**not run**"
+			case d.Err != nil:
+				diag = "**error: " + strings.ReplaceAll(d.Err.Error(), "\n", " ") + "**"
+			case d.Right:
+				right++
+				diag = d.Said
+			default:
+				diag = fmt.Sprintf("**%s** (expected %s)", d.Said, inc.Diagnosis.want())
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", inc.Name, expected, fired, detect, other, diag)
 	}
-	fmt.Fprintf(w, "\n%d/%d incidents caught (every expected alert fired but the known misses marked TODO), %d other alerts; %d scenes in %s.\n",
-		caught, incidents, others, len(results), took.Round(time.Second))
+	fmt.Fprintf(w, "\n%d/%d incidents caught (every expected alert fired but the known misses marked TODO), %d other alerts; diagnose right in %d/%d scenes; %d scenes in %s.\n",
+		caught, incidents, others, right, diagnosed, len(results), took.Round(time.Second))
 }

@@ -6,36 +6,37 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/loopwatch/loopwatch/internal/relist"
 )
 
-// Relister is the relisting client of RelistEvery: every Every it builds a
-// fresh ConfigMap informer, waits for its initial list and stops it, as a
-// client that rebuilds its informers on every error does. It uses client-go's
-// generated informers, so its initial lists take the form client-go chooses:
-// a WATCH with sendInitialEvents=true while WatchList is on, else a LIST.
+// Relister is the relisting client of RelistEvery: every Every it starts a fresh ConfigMap
+// informer, waits for its initial list and stops it, as a client that rebuilds its informers on
+// every error does. It is internal/relist's client: client-go's own informer, so its initial
+// lists take the form client-go chooses, a WATCH with sendInitialEvents=true while WatchList is
+// on (the default), else a LIST (KUBE_FEATURE_WatchListClient=false).
 type Relister struct {
-	// Client is a clientset with the relister's own user agent.
-	Client kubernetes.Interface
+	// Client is a dynamic client with the relister's own user agent.
+	Client dynamic.Interface
 	// Namespace limits the informer; empty means all namespaces.
 	Namespace string
 	// Every is the period. Required.
 	Every time.Duration
 }
 
-// NewRelister builds a Relister with its own clientset from cfg.
+// NewRelister builds a Relister with its own client from cfg.
 func NewRelister(cfg *rest.Config, namespace string, every time.Duration) (*Relister, error) {
 	c := rest.CopyConfig(cfg)
 	c.UserAgent = RelisterUserAgent
-	cs, err := kubernetes.NewForConfig(c)
+	dc, err := dynamic.NewForConfig(c)
 	if err != nil {
 		return nil, fmt.Errorf("create relister client: %w", err)
 	}
-	return &Relister{Client: cs, Namespace: namespace, Every: every}, nil
+	return &Relister{Client: dc, Namespace: namespace, Every: every}, nil
 }
 
 // NeedLeaderElection reports true: the leader's controllers are the ones
@@ -75,18 +76,10 @@ func (r *Relister) Start(ctx context.Context) error {
 	}
 }
 
+// configMaps is the resource the relister lists.
+var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+
 // relist runs one informer until it has synced.
 func (r *Relister) relist(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	f := informers.NewSharedInformerFactoryWithOptions(r.Client, 0, informers.WithNamespace(r.Namespace))
-	inf := f.Core().V1().ConfigMaps().Informer()
-	f.Start(ctx.Done())
-	synced := cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
-	cancel()
-	f.Shutdown()
-	if !synced {
-		return fmt.Errorf("configmap informer did not sync: %w", ctx.Err())
-	}
-	return nil
+	return relist.Once(ctx, r.Client, relist.Options{Resource: configMaps, Namespace: r.Namespace, SyncTimeout: 30 * time.Second})
 }
