@@ -38,7 +38,7 @@
     hotLoopWritesPerReconcile: 0.9,
     hotLoopWritesPerSecond: 10,
     hotObjectFor: "10m",
-    hotObjectThreshold: 0.25,
+    hotObjectThreshold: 1,
     leaderFlappingFor: "5m",
     leaderFlappingThreshold: 4,
     leaderMissingFor: "2m",
