@@ -272,7 +272,7 @@ func TestDemoKeepLeavesAUsableStack(t *testing.T) {
 	}
 	d := startDemo(t, "-scenario=write-fight", "-keep")
 	prom := d.waitFor(regexp.MustCompile(`^Prometheus:\s+(http://[0-9.:]+)\s`), 8*time.Minute)[1]
-	exporter := d.waitFor(regexp.MustCompile(`^exporter metrics:\s+curl --cacert (\S+) (https://\S+)`), time.Minute)
+	exporter := d.waitFor(regexp.MustCompile(`^exporter metrics:\s+curl --cacert (\S+) --cert (\S+) --key (\S+) (https://\S+)`), time.Minute)
 	kubeconfig := d.waitFor(regexp.MustCompile(`^kubeconfig:\s+export KUBECONFIG=(\S+)`), time.Minute)[1]
 	d.waitFor(regexp.MustCompile(`^Stop it with Ctrl-C here, or: kill -INT \d+`), time.Minute)
 
@@ -282,8 +282,8 @@ func TestDemoKeepLeavesAUsableStack(t *testing.T) {
 	if !strings.Contains(body, `"LoopwatchWriteFight"`) || !strings.Contains(body, `"firing"`) {
 		t.Errorf("Prometheus at %s does not report the write fight firing: %s", prom, body)
 	}
-	if m := httpsGet(t, ctx, exporter[1], exporter[2]); !strings.Contains(m, "loopwatch_audit_batches_total") {
-		t.Errorf("the exporter's metrics at %s lack loopwatch_audit_batches_total", exporter[2])
+	if m := httpsGet(t, ctx, exporter[1], exporter[2], exporter[3], exporter[4]); !strings.Contains(m, "loopwatch_audit_batches_total") {
+		t.Errorf("the exporter's metrics at %s lack loopwatch_audit_batches_total", exporter[4])
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -299,15 +299,23 @@ func TestDemoKeepLeavesAUsableStack(t *testing.T) {
 	d.interrupt(2 * time.Minute)
 }
 
-func httpsGet(t *testing.T, ctx context.Context, caFile, url string) string {
+// httpsGet gets url trusting caFile and presenting the client certificate: the exporter's
+// /metrics takes the webhook's credentials.
+func httpsGet(t *testing.T, ctx context.Context, caFile, certFile, keyFile, url string) string {
 	t.Helper()
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
-	return get(t, ctx, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}, url)
+	return get(t, ctx, &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12,
+	}}}, url)
 }
 
 func httpGet(t *testing.T, ctx context.Context, url string) string {
