@@ -76,9 +76,9 @@ demo: ## One incident on a real control plane + exporter + operator + Prometheus
 	$(GO) run ./cmd/loopwatch-demo -scenario=$(SCENARIO) $(if $(KEEP),-keep)
 
 .PHONY: e2e
-e2e: ## The e2e matrix: every incident in a scene of its own, its alerts alone within `for` + 1m (table in bin/e2e-matrix.md; not in CI).
+e2e: ## The e2e matrix (every incident in a scene of its own, its alerts alone within `for` + 1m, diagnose naming its cause; table in bin/e2e-matrix.md) and the demo's KEEP/Ctrl-C tests; about 18 minutes, not in CI.
 	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
-	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix.md $(GO) test -count=1 -v -run '^TestMatrix$$' -timeout 60m ./e2e/
+	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix.md $(GO) test -count=1 -v -run '^(TestMatrix|TestDemo.*)$$' -timeout 60m ./e2e/
 
 .PHONY: soak
 soak: ## 30 minutes of a healthy operator under the production rules: nothing may go pending (table in bin/soak.md; not in CI).
