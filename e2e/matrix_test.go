@@ -15,8 +15,10 @@ import (
 // TestMatrix is the e2e matrix: on one real control plane, the healthy scene and every incident
 // of internal/demo, each in a scene of its own (namespace, operator pods, exporter, Prometheus).
 // Each incident's expected alerts must fire within their `for` + 1 minute and no other
-// loopwatch alert may be pending or firing; the healthy scene must stay silent. The table goes
-// to the test log and, when LOOPWATCH_E2E_TABLE names a file, there.
+// loopwatch alert may be pending or firing; the healthy scene must stay silent. Then
+// `loopwatch diagnose` (its Go API, on the scene's Prometheus) must name the incident's expected
+// cause first, and call every controller of the healthy scene healthy. The table goes to the
+// test log and, when LOOPWATCH_E2E_TABLE names a file, there.
 //
 // It runs when LOOPWATCH_E2E_MATRIX is set (`make e2e`): alone, not beside the other packages'
 // tests, because its time-to-detect figures are only meaningful on an otherwise idle machine.
