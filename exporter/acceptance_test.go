@@ -337,7 +337,7 @@ func TestAcceptanceOnTheBinary(t *testing.T) {
 		}
 	})
 
-	t.Run("audit analyze gives the log's counts on every line twice, a v1beta1 span, foreign lines skipped", func(t *testing.T) {
+	t.Run("audit analyze gives the log's counts on every line twice, a v1beta1 span, provider lines read, foreign lines skipped", func(t *testing.T) {
 		dir := t.TempDir()
 		log, err := os.ReadFile(filepath.Join("testdata", "analyze", "incident.jsonl"))
 		if err != nil {
@@ -373,8 +373,12 @@ func TestAcceptanceOnTheBinary(t *testing.T) {
 		}
 		foreign := analyze(filepath.Join("testdata", "analyze", "foreign.jsonl"))
 		skipped := regexp.MustCompile(`Skipped lines: .*`).FindString(foreign)
-		t.Logf("MEASURED analyze on a log with a GKE and an AKS line: %s", skipped)
-		if !strings.Contains(skipped, "2 not audit events") {
+		readAs := regexp.MustCompile(`Read as: .*`).FindString(foreign)
+		t.Logf("MEASURED analyze on a log with a GKE line, an AKS line, a controller's log line and a line of no JSON: %s; %s", readAs, skipped)
+		if !strings.Contains(readAs, "AKS resource-log record (1)") || !strings.Contains(readAs, "GKE Cloud Logging entry (1)") {
+			t.Fatal("the providers' lines are not read as their forms")
+		}
+		if !strings.Contains(skipped, "1 malformed, 1 not audit events") {
 			t.Fatal("foreign lines not reported")
 		}
 	})

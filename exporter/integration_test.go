@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/exporter/analyze"
 	"github.com/loopwatch/loopwatch/exporter/track"
+	"github.com/loopwatch/loopwatch/internal/serve"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -59,20 +59,8 @@ func TestIntegrationKubeAPIServerAuditWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, l) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("exporter: %v", err)
-		}
-	})
-	exporterURL := "https://" + l.Addr().String()
+	addr := serve.Loopback(t, srv)
+	exporterURL := "https://" + addr
 	read := func(path string) []byte {
 		b, err := os.ReadFile(path)
 		if err != nil {

@@ -17,7 +17,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,6 +34,7 @@ import (
 	"github.com/loopwatch/loopwatch/exporter/analyze"
 	"github.com/loopwatch/loopwatch/exporter/managed"
 	"github.com/loopwatch/loopwatch/exporter/track"
+	"github.com/loopwatch/loopwatch/internal/serve"
 )
 
 // The test data of the managed-cluster sources (testdata/providers, see its README): the audit
@@ -272,21 +272,9 @@ func TestManagedSourcesOnTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, stop := context.WithCancel(context.Background())
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(ctx, l) }()
-		t.Cleanup(func() {
-			stop()
-			if err := <-served; err != nil {
-				t.Errorf("serve: %v", err)
-			}
-		})
+		addr := serve.Loopback(t, srv)
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.roots}}}
-		return e, "https://" + l.Addr().String(), client
+		return e, "https://" + addr, client
 	}
 	post := func(t *testing.T, c *http.Client, url string, body []byte, header map[string]string) (int, []byte) {
 		t.Helper()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loopwatch/loopwatch/exporter/analyze"
+	"github.com/loopwatch/loopwatch/internal/serve"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -95,19 +95,7 @@ func TestFightThroughAMutatingWebhookNamesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, l) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("exporter: %v", err)
-		}
-	})
+	addr := serve.Loopback(t, srv)
 	read := func(path string) []byte {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -117,7 +105,7 @@ func TestFightThroughAMutatingWebhookNamesIt(t *testing.T) {
 	}
 	cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{
 		AuditWebhook: &stack.AuditWebhook{
-			URL: "https://" + l.Addr().String() + WebhookPath, CAData: read(pki.caFile),
+			URL: "https://" + addr + WebhookPath, CAData: read(pki.caFile),
 			ClientCertData: read(pki.clientCertFile), ClientKeyData: read(pki.clientKeyFile),
 		},
 		AuditLog: true,
@@ -218,7 +206,7 @@ func TestFightThroughAMutatingWebhookNamesIt(t *testing.T) {
 		if h.Object.Name != "looping" || h.Actor != sa("looper") || h.MutatingWebhook != want || h.FieldManager != "looper" {
 			t.Errorf("hot object %+v: want looper on looping, %s", h, want)
 		}
-		metrics := httpGet(t, "https://"+l.Addr().String()+"/metrics", pki)
+		metrics := httpGet(t, "https://"+addr+"/metrics", pki)
 		for _, series := range []string{
 			fmt.Sprintf(`loopwatch_audit_fight_handoffs{actor_a=%q,actor_b=%q,field_manager_a="mode-keeper",field_manager_b="stamper",group="",mutating_webhook=%q,object_name="shared"`, sa("mode-keeper"), sa("stamper"), want),
 			fmt.Sprintf(`loopwatch_audit_hot_object_writes_per_second{actor=%q,field_manager="looper",group="",mutating_webhook=%q,object_name="looping"`, sa("looper"), want),

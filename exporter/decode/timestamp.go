@@ -9,8 +9,15 @@ const metav1RFC3339Micro = "2006-01-02T15:04:05.000000Z07:00"
 // "2006-01-02T15:04:05.000000Z", without allocating. ok is false for anything else, which the
 // caller then hands to time.Parse so that both paths accept exactly the same inputs.
 func parseMicroTimeUTC(b []byte) (t time.Time, ok bool) {
-	if len(b) != 27 || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' ||
-		b[19] != '.' || b[26] != 'Z' {
+	if len(b) != 27 || b[19] != '.' {
+		return time.Time{}, false
+	}
+	return parseRFC3339Z(b)
+}
+
+// parseRFC3339Z parses "2006-01-02T15:04:05[.fraction]Z" with up to nine fractional digits.
+func parseRFC3339Z(b []byte) (time.Time, bool) {
+	if len(b) < 20 || b[len(b)-1] != 'Z' || b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' {
 		return time.Time{}, false
 	}
 	num := func(from, to int) (int, bool) {
@@ -29,15 +36,26 @@ func parseMicroTimeUTC(b []byte) (t time.Time, ok bool) {
 	hour, ok4 := num(11, 13)
 	minute, ok5 := num(14, 16)
 	sec, ok6 := num(17, 19)
-	micro, ok7 := num(20, 26)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7) {
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+		day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}
-	if month < 1 || month > 12 || day < 1 || day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
-		return time.Time{}, false
+	nanos := 0
+	if frac := b[19 : len(b)-1]; len(frac) > 0 {
+		if frac[0] != '.' || len(frac) < 2 || len(frac) > 10 {
+			return time.Time{}, false
+		}
+		n, ok := num(20, len(b)-1)
+		if !ok {
+			return time.Time{}, false
+		}
+		for range 10 - len(frac) {
+			n *= 10
+		}
+		nanos = n
 	}
 	secs := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec)
-	return time.Unix(secs, int64(micro)*1000).UTC(), true
+	return time.Unix(secs, int64(nanos)).UTC(), true
 }
 
 // daysFromCivil returns days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's

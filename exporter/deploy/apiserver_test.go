@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/loopwatch/loopwatch/exporter"
 	"github.com/loopwatch/loopwatch/exporter/cli"
+	"github.com/loopwatch/loopwatch/internal/serve"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -150,19 +150,7 @@ func deployStack(ctx context.Context, t *testing.T, opts cli.ExporterOptions, ap
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(sctx, l) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("exporter: %v", err)
-		}
-	})
+	addr := serve.Loopback(t, srv)
 	var crdDirs []string
 	if crds {
 		dir, err := stack.PrometheusOperatorCRDDir()
@@ -175,7 +163,7 @@ func deployStack(ctx context.Context, t *testing.T, opts cli.ExporterOptions, ap
 		CRDDirectories: crdDirs,
 		AuditPolicy:    []byte(requestLevelPolicy),
 		AuditWebhook: &stack.AuditWebhook{
-			URL: "https://" + l.Addr().String() + exporter.WebhookPath, CAData: ca.CertPEM(),
+			URL: "https://" + addr + exporter.WebhookPath, CAData: ca.CertPEM(),
 			ClientCertData: client.CertPEM, ClientKeyData: client.KeyPEM,
 		},
 		ExtraAPIServerArgs: apiFlags,

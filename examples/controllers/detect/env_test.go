@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/loopwatch/loopwatch/exporter"
 	"github.com/loopwatch/loopwatch/gen"
 	"github.com/loopwatch/loopwatch/internal/demo"
+	"github.com/loopwatch/loopwatch/internal/serve"
 	"github.com/loopwatch/loopwatch/internal/stack"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 )
@@ -115,22 +115,20 @@ func (e *env) startExporter(t *testing.T) *stack.AuditWebhook {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := serve.Loopback(t, srv)
+	// The exporter's /metrics names users and objects: Prometheus presents a client
+	// certificate of the CA the exporter trusts, as the API server does.
+	scraper, err := ca.Client("prometheus")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, l) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("exporter: %v", err)
-		}
-	})
-	addr := l.Addr().String()
+	scraperCert, scraperKey, err := scraper.Write(e.dir, "prometheus-client")
+	if err != nil {
+		t.Fatal(err)
+	}
 	e.exporter = stack.ScrapeTarget{
-		Job: exporterJob, Addresses: []string{addr}, Scheme: "https", TLS: &stack.TLSFiles{CAFile: caFile},
+		Job: exporterJob, Addresses: []string{addr}, Scheme: "https",
+		TLS:    &stack.TLSFiles{CAFile: caFile, CertFile: scraperCert, KeyFile: scraperKey},
 		Labels: map[string]string{"namespace": "monitoring", "pod": "loopwatch-exporter-0"},
 	}
 	return &stack.AuditWebhook{URL: "https://" + addr + exporter.WebhookPath, CAData: ca.CertPEM(),
