@@ -68,10 +68,22 @@ FUZZTIME ?= 30s
 fuzz-brief: ## Fuzz the audit decoder against encoding/json for FUZZTIME (30s; run longer locally).
 	$(GO) test ./exporter/decode -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 
+SCENARIO ?= write-fight
+KEEP ?=
 .PHONY: demo
-demo: ## A real control plane + exporter + operator + Prometheus catching incidents.
+demo: ## One incident on a real control plane + exporter + operator + Prometheus (SCENARIO=<name>, KEEP=1 keeps it up; go run ./cmd/loopwatch-demo -list).
 	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
-	$(GO) run ./cmd/loopwatch-demo
+	$(GO) run ./cmd/loopwatch-demo -scenario=$(SCENARIO) $(if $(KEEP),-keep)
+
+.PHONY: e2e
+e2e: ## The e2e matrix (every incident in a scene of its own, its alerts alone within `for` + 1m, diagnose naming its cause; table in bin/e2e-matrix.md) and the demo's KEEP/Ctrl-C tests; about 18 minutes, not in CI.
+	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
+	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix.md $(GO) test -count=1 -v -run '^(TestMatrix|TestDemo.*)$$' -timeout 60m ./e2e/
+
+.PHONY: soak
+soak: ## 30 minutes of a healthy operator under the production rules: nothing may go pending (table in bin/soak.md; not in CI).
+	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
+	LOOPWATCH_SOAK=1 LOOPWATCH_SOAK_TABLE=$(BIN)/soak.md $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 120m ./e2e/
 
 .PHONY: binaries
 binaries: ## Build loopwatch, backup-operator and example-controller into bin/ (the demo and the detection tests run them as processes).

@@ -8,10 +8,17 @@ import (
 // Leader-election alerts, per lease: leader_election_master_status{name} is 1 on the leader and 0
 // on the others. Replicas racing without a leader show up as "more than one leader" when each runs
 // its own election, and as write races in the audit exporter when there is no election at all.
+//
+// A healthy restart or handover must leave both LeaderMissing and LeaderMultiple silent, not even
+// pending: controller-runtime reports 0 on every replica from the moment its elector is built until
+// one wins, so a restarted or newly started replica shows "no leader" for a moment; and the old
+// leader's last sample (1) stays visible until Prometheus marks it stale at its next failed scrape,
+// while the new leader may already report 1. Both alerts therefore look at a window: no replica
+// led at any sample of it, or two replicas led at every sample of it while both are still there.
 
-// leaderStatus is the number of replicas claiming each lease.
-func leaderStatus(e *exprEnv) string {
-	return sumBy(levelLease, sel("leader_election_master_status", e.Selector("controller")))
+// leaderSeries is the leader-status series of the controller's replicas.
+func leaderSeries(e *exprEnv) string {
+	return sel("leader_election_master_status", e.Selector("controller"))
 }
 
 // leaseReplicas returns the status series of two replicas of the controller target.
@@ -20,60 +27,143 @@ func leaseReplicas(c *caseEnv) (a, b Labels) {
 	return a, a.With("pod", a["pod"]+"-b", "instance", "10.244.1.18:8443")
 }
 
-// LeaderMissing fires when no replica holds a lease. controller-runtime reports 0 on every replica
-// until one wins, so a restart shows a moment without a leader: `for` must be longer than a
-// normal handover.
+// windowGap is how long a handover in a case may leave a lease without a leader when the
+// window is w seconds: the whole sample intervals of the window less one.
+func windowGap(w float64) time.Duration {
+	n := time.Duration(w*float64(time.Second)) / sampleInterval
+	return max(0, (n-1)*sampleInterval)
+}
+
+// LeaderMissing fires when no replica has held a lease at any sample of a window longer than a
+// handover, and replicas were already there before that window: the first election of a fresh
+// deployment, a restart and a handover never make it pending.
 var LeaderMissing = &Alert{
 	Key: "leaderMissing", Name: "LeaderMissing",
-	Severity: SeverityCritical, For: 5 * time.Minute,
-	Level:       levelLease,
-	Expr:        func(e *exprEnv) string { return leaderStatus(e) + " < 1" },
+	Severity: SeverityCritical, For: 2 * time.Minute,
+	Params: []Param{
+		{Key: "handover", Default: 180, Check: seconds,
+			Doc: "Seconds without any replica reporting leadership before the lease counts as leaderless: longer than a handover (lease duration and retry period, plus two scrape intervals), so restarts and handovers stay silent. The alert fires `for` after that."},
+	},
+	Level: levelLease,
+	Expr: func(e *exprEnv) string {
+		w := "[" + e.P("handover") + "s]"
+		return lines(
+			sumBy(levelLease, "max_over_time("+leaderSeries(e)+w+")")+" < 1",
+			"and on ("+levelLease.by()+")",
+			sumBy(levelLease, leaderSeries(e)+" offset "+e.P("handover")+"s"))
+	},
 	Summary:     "A controller has no leader.",
-	Description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} holds lease {{ $labels.name }}: nothing reconciles. Check the replicas' logs for lease renewal errors and the API server's health.",
+	Description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} has held lease {{ $labels.name }} for ⟦@handover:g⟧s: nothing reconciles. Check the replicas' logs for lease renewal errors and the API server's health.",
 	Panel:       PanelRef{"controller", "Leader per lease"},
 	Cases: func(c *caseEnv) []Case {
 		a, b := leaseReplicas(c)
-		// A handover leaves the lease without a holder for less than `for`.
-		gap := max(0, ceilTo(c.For()/2, sampleInterval)-sampleInterval)
-		return []Case{
+		w := c.P("handover")
+		window := time.Duration(w * float64(time.Second))
+		// The leader's last sample at 1 is one sample before incidentAt; the window is left-open,
+		// so that sample leaves it at incidentAt - sampleInterval + window.
+		lastLed := incidentAt - sampleInterval
+		gap := windowGap(w)
+		cases := []Case{
 			{
 				Name:   "fires when no replica holds the lease",
 				Series: []*Series{Gauge("leader_election_master_status", a, 1).Set(incidentAt, 0), Gauge("leader_election_master_status", b, 0)},
-				Fires:  &Firing{At: incidentAt, Labels: c.Instance(a), Value: Constant(0)},
-			},
-			{
-				Name: "stays silent through a handover shorter than for",
-				Series: []*Series{
-					Gauge("leader_election_master_status", a, 1).Set(incidentAt, 0),
-					Gauge("leader_election_master_status", b, 0).Set(incidentAt+gap, 1),
-				},
-			},
-		}
-	},
-}
-
-// LeaderMultiple fires when several replicas claim one lease at once.
-var LeaderMultiple = &Alert{
-	Key: "leaderMultiple", Name: "LeaderMultiple",
-	Severity: SeverityCritical, For: 2 * time.Minute,
-	Level:       levelLease,
-	Expr:        func(e *exprEnv) string { return leaderStatus(e) + " > 1" },
-	Summary:     "A controller has more than one leader.",
-	Description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object: check that they use the same lease name and namespace, and that clocks agree.",
-	Panel:       PanelRef{"controller", "Leader per lease"},
-	Cases: func(c *caseEnv) []Case {
-		a, b := leaseReplicas(c)
-		return []Case{
-			{
-				Name:   "fires when two replicas claim the lease",
-				Series: []*Series{Gauge("leader_election_master_status", a, 1), Gauge("leader_election_master_status", b, 0).Set(incidentAt, 1)},
-				Fires:  &Firing{At: incidentAt, Labels: c.Instance(a), Value: Constant(2)},
+				Fires:  &Firing{At: ceilTo(lastLed+window, sampleInterval), Labels: c.Instance(a), Value: Constant(0)},
 			},
 			{
 				Name:   "stays silent with one leader and a standby",
 				Series: []*Series{Gauge("leader_election_master_status", a, 1), Gauge("leader_election_master_status", b, 0)},
 			},
 		}
+		if gap == 0 {
+			// A window shorter than two samples leaves no room for a sample without a leader.
+			return cases
+		}
+		return append(cases, []Case{
+			{
+				Name: "stays silent through a handover to a standby while the old leader's pod goes away",
+				Series: []*Series{
+					Gauge("leader_election_master_status", a, 1).Until(incidentAt),
+					Gauge("leader_election_master_status", b, 0).Set(incidentAt+gap, 1),
+				},
+			},
+			{
+				Name: "stays silent through a restart of the only replica",
+				Series: []*Series{
+					Gauge("leader_election_master_status", a, 1).Set(incidentAt, 0).Set(incidentAt+gap, 1),
+				},
+			},
+			{
+				Name: "stays silent while a new deployment elects its first leader",
+				Series: []*Series{
+					Gauge("leader_election_master_status", a, 0).From(incidentAt).Set(incidentAt+gap, 1),
+					Gauge("leader_election_master_status", b, 0).From(incidentAt),
+				},
+			},
+		}...)
+	},
+}
+
+// LeaderMultiple fires when two replicas have claimed one lease at every sample of a window and
+// are both still there. A new leader counts only once its earlier samples (0 as a standby, or
+// none as a new pod) have left the window, by which time the old leader's series is stale.
+var LeaderMultiple = &Alert{
+	Key: "leaderMultiple", Name: "LeaderMultiple",
+	Severity: SeverityCritical, For: 2 * time.Minute,
+	Params: []Param{
+		{Key: "overlap", Default: 120, Check: seconds,
+			Doc: "Seconds two replicas must both report leadership before they count as two leaders: at least two scrape intervals, so a handover, whose old leader stays visible for up to one scrape, stays silent."},
+	},
+	Level: levelLease,
+	Expr: func(e *exprEnv) string {
+		s := leaderSeries(e)
+		return sumBy(levelLease, lines(
+			"min_over_time("+s+"["+e.P("overlap")+"s])",
+			"and",
+			s,
+			"and",
+			s+" offset "+e.P("overlap")+"s",
+		)) + " > 1"
+	},
+	Summary:     "A controller has more than one leader.",
+	Description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object: check that they use the same lease name and namespace, and that clocks agree.",
+	Panel:       PanelRef{"controller", "Leader per lease"},
+	Cases: func(c *caseEnv) []Case {
+		a, b := leaseReplicas(c)
+		window := time.Duration(c.P("overlap") * float64(time.Second))
+		// b's last sample at 0 is one sample before incidentAt; it leaves the left-open window
+		// at incidentAt - sampleInterval + window.
+		cases := []Case{
+			{
+				Name:   "fires when two replicas claim the lease",
+				Series: []*Series{Gauge("leader_election_master_status", a, 1), Gauge("leader_election_master_status", b, 0).Set(incidentAt, 1)},
+				Fires:  &Firing{At: ceilTo(incidentAt-sampleInterval+window, sampleInterval), Labels: c.Instance(a), Value: Constant(2)},
+			},
+			{
+				Name:   "stays silent with one leader and a standby",
+				Series: []*Series{Gauge("leader_election_master_status", a, 1), Gauge("leader_election_master_status", b, 0)},
+			},
+		}
+		if window < 2*sampleInterval {
+			// The old leader of a handover is seen for up to one sample: a shorter window cannot
+			// tell it from a second leader at this sample interval.
+			return cases
+		}
+		return append(cases, []Case{
+			{
+				Name: "stays silent through a handover whose old leader is still seen for one scrape",
+				Series: []*Series{
+					Gauge("leader_election_master_status", a, 1).Until(incidentAt + sampleInterval),
+					Gauge("leader_election_master_status", b, 0).Set(incidentAt, 1),
+				},
+			},
+			{
+				Name: "stays silent when a new pod takes the lease while the old leader is still seen",
+				Series: []*Series{
+					Gauge("leader_election_master_status", a, 1).Until(incidentAt + sampleInterval),
+					Gauge("leader_election_master_status", b, 1).From(incidentAt),
+				},
+			},
+		}...)
 	},
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"reflect"
@@ -310,6 +311,10 @@ var (
 	nonNegative = bound{func(f float64) bool { return f >= 0 }, "must not be negative"}
 	ratio       = bound{func(f float64) bool { return f > 0 && f < 1 }, "must be a ratio in (0, 1)"}
 	atLeastTwo  = bound{func(f float64) bool { return f >= 2 }, "must be at least 2"}
+	// seconds is a window written into a range selector as [<n>s].
+	seconds = bound{func(f float64) bool { return f >= 1 && f <= 86400 && f == math.Trunc(f) }, "must be a whole number of seconds from 1 to 86400"}
+	// greaterThanOne is a factor that must make something smaller or larger.
+	greaterThanOne = bound{func(f float64) bool { return f > 1 }, "must be greater than 1"}
 )
 
 // bucketOf accepts the bucket bounds of a histogram: a share of observations above one of them

@@ -146,18 +146,18 @@
         rules: [
           {
             alert: "LoopwatchLeaderMissing",
-            expr: "sum by (%(clusterLabel)s, namespace, job, name) (leader_election_master_status{%(controllerSelector)s}) < 1" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, name) (max_over_time(leader_election_master_status{%(controllerSelector)s}[%(leaderMissingHandover)gs])) < 1\nand on (%(clusterLabel)s, namespace, job, name)\nsum by (%(clusterLabel)s, namespace, job, name) (leader_election_master_status{%(controllerSelector)s} offset %(leaderMissingHandover)gs)" % $._config,
             [if "%(leaderMissingFor)s" % $._config != '0s' then 'for']: "%(leaderMissingFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
-              description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} holds lease {{ $labels.name }}: nothing reconciles. Check the replicas' logs for lease renewal errors and the API server's health.",
+              description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} has held lease {{ $labels.name }} for %(leaderMissingHandover)gs: nothing reconciles. Check the replicas' logs for lease renewal errors and the API server's health." % $._config,
               runbook_url: "%(runbookBaseURL)sLoopwatchLeaderMissing.md" % $._config,
               summary: "A controller has no leader.",
             },
           },
           {
             alert: "LoopwatchLeaderMultiple",
-            expr: "sum by (%(clusterLabel)s, namespace, job, name) (leader_election_master_status{%(controllerSelector)s}) > 1" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, name) (min_over_time(leader_election_master_status{%(controllerSelector)s}[%(leaderMultipleOverlap)gs])\nand\nleader_election_master_status{%(controllerSelector)s}\nand\nleader_election_master_status{%(controllerSelector)s} offset %(leaderMultipleOverlap)gs) > 1" % $._config,
             [if "%(leaderMultipleFor)s" % $._config != '0s' then 'for']: "%(leaderMultipleFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
@@ -268,7 +268,7 @@
           },
           {
             alert: "LoopwatchAuditExporterNotReceiving",
-            expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_batches_total{%(exporterSelector)s}[10m])) == 0\nor\nmax by (%(clusterLabel)s, namespace, job) (up{%(exporterSelector)s}) == 0" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_batches_total{%(exporterSelector)s}[10m])) == 0\nand on (%(clusterLabel)s, namespace, job)\nsum by (%(clusterLabel)s, namespace, job) (loopwatch_audit_batches_total{%(exporterSelector)s} offset 10m)\nor\nmax by (%(clusterLabel)s, namespace, job) (up{%(exporterSelector)s}) == 0" % $._config,
             [if "%(exporterNotReceivingFor)s" % $._config != '0s' then 'for']: "%(exporterNotReceivingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {

@@ -1,16 +1,19 @@
 // Command loopwatch-demo is `make demo`: a real etcd and kube-apiserver (audit webhook aimed at
 // the loopwatch exporter), the reference backup operator and Prometheus with the generated rules,
-// all on loopback. A healthy run stays silent; then a hot loop (a timestamp patched on every
-// reconcile) and a write fight between two controllers are injected and their alerts fire;
-// `loopwatch audit analyze` reads the audit log.
+// all on loopback, running one incident of the e2e matrix (-scenario, default the write fight).
+// It shows the alerts that fire with their annotations, `loopwatch diagnose`, the audit log
+// post-mortem and Prometheus' address. With -keep the stack stays up until Ctrl-C (SIGINT or
+// SIGTERM); either way every process it started is stopped before it exits.
 // See internal/demo.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,12 +21,28 @@ import (
 )
 
 func main() {
+	var opts demo.RunOptions
+	var list bool
+	flag.StringVar(&opts.Scenario, "scenario", demo.DefaultScenario, "incident to run (see -list)")
+	flag.BoolVar(&opts.Keep, "keep", false, "keep the stack running after the incident, until Ctrl-C")
+	flag.BoolVar(&list, "list", false, "list the scenarios and exit")
+	flag.Parse()
+	if list {
+		for _, inc := range demo.Scenarios() {
+			fmt.Printf("%-18s %s\n", inc.Name, inc.What)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	defer cancel()
-	if err := demo.Run(ctx, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "demo failed:", err)
+	if !opts.Keep {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 15*time.Minute)
+		defer cancel()
+	}
+	if err := demo.Run(ctx, opts); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", strings.TrimSpace(err.Error()))
+		stop()
 		os.Exit(1)
 	}
 }

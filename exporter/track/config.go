@@ -42,7 +42,7 @@ type Config struct {
 	MaxObjects int
 	// ObjectTTL is how long an object nobody writes keeps its state.
 	ObjectTTL time.Duration
-	// MaxOffenders bounds each offender table (fights, hot objects, races).
+	// MaxOffenders bounds each offender table (fights, hot objects, races, race candidates).
 	MaxOffenders int
 	// OffenderTTL is how long an offender stays reported after its last write.
 	OffenderTTL time.Duration
@@ -160,7 +160,8 @@ var errSinkRequired = errors.New("tracker needs a sink")
 
 // MemoryBound is the most memory a tracker with this configuration holds, whatever the events,
 // when no kept string is longer than maxValueBytes: the object table, the actor candidates and
-// labels, the name cache, the group/resource pairs and the three offender tables.
+// labels, the name cache, the group/resource pairs and the four offender tables (fights, hot
+// objects, races and race candidates).
 func (c Config) MemoryBound(maxValueBytes int) (int64, error) {
 	c, err := c.withDefaults()
 	if err != nil {
@@ -176,6 +177,6 @@ func (c Config) MemoryBound(maxValueBytes int) (int64, error) {
 	resources := int64(c.MaxResources) * (2*str + mapEntry)
 	// An offender names its object (five strings) and up to two actors, or a race its pods.
 	offender := 7*str + int64(c.MaxRacePods)*str + 256
-	offenders := 3 * int64(c.MaxOffenders) * (offender + mapEntry)
+	offenders := 4 * int64(c.MaxOffenders) * (offender + mapEntry)
 	return objects + candidates + labels + names + resources + offenders, nil
 }

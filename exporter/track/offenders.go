@@ -157,6 +157,13 @@ func (t *offenderTable[T]) remove(i int) {
 	t.entries = t.entries[:last]
 }
 
+// drop deletes the entry of key, if any.
+func (t *offenderTable[T]) drop(key uint64) {
+	if i, ok := t.index[key]; ok {
+		t.remove(int(i))
+	}
+}
+
 // add inserts an entry (the caller checked it is absent) and returns it; nil when max is 0.
 func (t *offenderTable[T]) add(key uint64, v T, now time.Time) *T {
 	if t.max == 0 {

@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"time"
 
@@ -63,6 +64,10 @@ type Tracker struct {
 	fights     *offenderTable[Fight]
 	hot        *offenderTable[HotObject]
 	races      *offenderTable[Race]
+	// raceCandidates are objects whose writer moved from one pod of an actor to another within
+	// the race window once: a handover looks like that too. A candidate becomes a race when a
+	// pod it saw writes again after another one, or when one of its writes conflicts.
+	raceCandidates *offenderTable[Race]
 
 	base      int64 // event-time origin, unix seconds
 	nextDecay time.Time
@@ -104,21 +109,24 @@ func New(cfg Config, sink Sink) (*Tracker, error) {
 	}
 	secs := func(d time.Duration) uint32 { return uint32(math.Ceil(d.Seconds())) }
 	return &Tracker{
-		cfg:         cfg,
-		sink:        sink,
-		seed:        maphash.MakeSeed(),
-		objectSeed:  keyhash.Seed(),
-		actors:      newActorLabels(cfg.TopK, cfg.Candidates, cfg.MinLabelCount),
-		names:       newNameCache(4 * cfg.Candidates),
-		objects:     newObjectTable(cfg.MaxObjects, secs(cfg.ObjectTTL)),
-		resources:   make(map[[2]string]struct{}, cfg.MaxResources),
-		fights:      newOffenderTable[Fight](cfg.MaxOffenders, cfg.OffenderTTL),
-		hot:         newOffenderTable[HotObject](cfg.MaxOffenders, cfg.OffenderTTL),
-		races:       newOffenderTable[Race](cfg.MaxOffenders, cfg.OffenderTTL),
-		nextDecay:   cfg.Now().Add(cfg.DecayInterval),
-		fightWindow: secs(cfg.FightWindow),
-		hotWindow:   secs(cfg.HotWindow),
-		raceWindow:  secs(cfg.RaceWindow),
+		cfg:        cfg,
+		sink:       sink,
+		seed:       maphash.MakeSeed(),
+		objectSeed: keyhash.Seed(),
+		actors:     newActorLabels(cfg.TopK, cfg.Candidates, cfg.MinLabelCount),
+		names:      newNameCache(4 * cfg.Candidates),
+		objects:    newObjectTable(cfg.MaxObjects, secs(cfg.ObjectTTL)),
+		resources:  make(map[[2]string]struct{}, cfg.MaxResources),
+		fights:     newOffenderTable[Fight](cfg.MaxOffenders, cfg.OffenderTTL),
+		hot:        newOffenderTable[HotObject](cfg.MaxOffenders, cfg.OffenderTTL),
+		races:      newOffenderTable[Race](cfg.MaxOffenders, cfg.OffenderTTL),
+		// Candidates expire like the object state: a handover's candidate is of no use once
+		// the object has not been written for that long.
+		raceCandidates: newOffenderTable[Race](cfg.MaxOffenders, cfg.ObjectTTL),
+		nextDecay:      cfg.Now().Add(cfg.DecayInterval),
+		fightWindow:    secs(cfg.FightWindow),
+		hotWindow:      secs(cfg.HotWindow),
+		raceWindow:     secs(cfg.RaceWindow),
 	}, nil
 }
 
@@ -381,22 +389,42 @@ func (t *Tracker) trackRace(w *objectWrite) {
 	pod := ph.Sum64() | 1
 	t.names.put(pod, ev.Pod)
 	a32 := uint32(w.ah)
-	r := t.races.get(w.key, w.clock)
-	if r == nil && st.pod != 0 && st.pod != pod && st.podActor == a32 && w.now-st.podAt <= t.raceWindow {
-		r = t.races.add(w.key, Race{
-			Object: objectRef(ev), Actor: w.o.Actor, Pods: []string{t.names.get(st.pod)}, Writes: 1,
-			First: t.timeOf(st.podAt),
-		}, w.clock)
-	}
-	if r != nil && r.Actor == w.o.Actor {
-		r.Writes++
-		if w.conflict {
-			r.Conflicts++
+	switched := st.pod != 0 && st.pod != pod && st.podActor == a32 && w.now-st.podAt <= t.raceWindow
+	if r := t.races.get(w.key, w.clock); r != nil {
+		if r.Actor == w.o.Actor {
+			t.raceWrite(r, ev, w.ts, w.conflict)
 		}
-		r.Last = w.ts
-		r.Pods = addPod(r.Pods, ev.Pod, t.cfg.MaxRacePods)
+	} else {
+		// A first switch from one pod to another is a candidate: a handover, when the old
+		// leader's last write and the new one's first fall within the window, looks the same.
+		// Replicas that race take turns, or conflict.
+		c := t.raceCandidates.get(w.key, w.clock)
+		if c == nil && switched {
+			c = t.raceCandidates.add(w.key, Race{
+				Object: objectRef(ev), Actor: w.o.Actor, Pods: []string{t.names.get(st.pod)}, Writes: 1,
+				First: t.timeOf(st.podAt),
+			}, w.clock)
+		}
+		if c != nil && c.Actor == w.o.Actor {
+			returned := switched && slices.Contains(c.Pods, ev.Pod)
+			t.raceWrite(c, ev, w.ts, w.conflict)
+			if returned || w.conflict {
+				t.races.add(w.key, *c, w.clock)
+				t.raceCandidates.drop(w.key)
+			}
+		}
 	}
 	st.pod, st.podAt, st.podActor = pod, w.now, a32
+}
+
+// raceWrite counts a write of a race or candidate.
+func (t *Tracker) raceWrite(r *Race, ev *decode.Event, ts time.Time, conflict bool) {
+	r.Writes++
+	if conflict {
+		r.Conflicts++
+	}
+	r.Last = ts
+	r.Pods = addPod(r.Pods, ev.Pod, t.cfg.MaxRacePods)
 }
 
 // addPod inserts pod into the sorted set pods, bounded by max.
@@ -575,7 +603,7 @@ func (t *Tracker) Stats() Stats {
 		TrackedActors:     len(t.actors.heap),
 		LabelledActors:    len(t.actors.labels),
 		ObjectEvictions:   t.objects.evictions,
-		OffenderEvictions: t.fights.evictions + t.hot.evictions + t.races.evictions,
+		OffenderEvictions: t.fights.evictions + t.hot.evictions + t.races.evictions + t.raceCandidates.evictions,
 		ActorDemotions:    t.actors.demotions,
 	}
 }

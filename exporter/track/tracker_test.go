@@ -95,6 +95,29 @@ func TestTrackerDetections(t *testing.T) {
 			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2", "p3"}, Writes: 4, Conflicts: 1, First: t0, Last: t0.Add(3 * time.Second)}},
 		},
 		{
+			name: "reports a replica race when the first pod writes again after the second",
+			writes: []write{
+				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: time.Second},
+				{actor: "sa", pod: "p1", name: "cm", at: 2 * time.Second}, {actor: "sa", pod: "p2", name: "cm", at: 3 * time.Second},
+			},
+			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2"}, Writes: 4, First: t0, Last: t0.Add(3 * time.Second)}},
+		},
+		{
+			name: "stays silent on a handover: the new pod writes soon after the old one, which never writes again",
+			writes: []write{
+				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p1", name: "cm", at: time.Second},
+				{actor: "sa", pod: "p2", name: "cm", at: 2 * time.Second}, {actor: "sa", pod: "p2", name: "cm", at: 3 * time.Second},
+				{actor: "sa", pod: "p2", name: "cm", at: 50 * time.Second},
+			},
+		},
+		{
+			name: "stays silent through two handovers of a rolling restart",
+			writes: []write{
+				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: time.Second},
+				{actor: "sa", pod: "p3", name: "cm", at: 2 * time.Second}, {actor: "sa", pod: "p3", name: "cm", at: 3 * time.Second},
+			},
+		},
+		{
 			name: "stays silent when one pod writes repeatedly",
 			writes: []write{
 				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p1", name: "cm", at: time.Second},

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// process is a child program the demo runs, its output in a log file.
+// process is a child program the demo runs, its output appended to a log file.
 type process struct {
 	name string
 	cmd  *exec.Cmd
@@ -19,14 +19,15 @@ type process struct {
 
 func startProcess(dir, name, bin string, env []string, args ...string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
-	f, err := os.Create(logPath)
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
-	// The child dies with the demo, whatever happens to it.
+	// The child dies with the demo, whatever happens to it, and gets a process group of its
+	// own so that a terminal's Ctrl-C reaches the demo alone, which stops it in order.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		f.Close()
@@ -55,9 +56,11 @@ func (p *process) stop() {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-p.done:
+	case err := <-p.done:
+		p.done <- err
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
+		err := <-p.done
+		p.done <- err
 	}
 }

@@ -121,6 +121,10 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 	if o.RetryPeriod > 0 {
 		mopts.RetryPeriod = &o.RetryPeriod
 	}
+	lease := o.Faults.NewLeaseFault(clk)
+	if lease != nil {
+		mopts.LeaderElectionConfig = lease.RESTConfig(cfg)
+	}
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
@@ -155,6 +159,7 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 	}
 	backupOpts, err := faults.Install(mgr, faults.Config{
 		Modes: o.Faults, RESTConfig: cfg, FightAs: o.FightAs, FightInterval: o.FightInterval, Metrics: m, Clock: clk,
+		Namespace: firstOrEmpty(o.Namespaces), Lease: lease,
 	}, copts)
 	if err != nil {
 		return nil, err
@@ -206,4 +211,12 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 		}
 	}
 	return &Operator{Manager: mgr, Store: faulty, Metrics: m, Orphans: orphans}, nil
+}
+
+// firstOrEmpty is the only namespace of a single-namespace operator, else "".
+func firstOrEmpty(namespaces []string) string {
+	if len(namespaces) == 1 {
+		return namespaces[0]
+	}
+	return ""
 }

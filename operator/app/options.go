@@ -138,6 +138,14 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.Faults.NoLeaderElection, "fault-no-leader-election", o.Faults.NoLeaderElection, "FAULT: run without leader election so replicas race.")
 	fs.DurationVar(&o.Faults.MassUpdateEvery, "fault-mass-update-every", o.Faults.MassUpdateEvery, "FAULT: touch and requeue every Backup at this period (periodic load spikes).")
 	fs.BoolVar(&o.Faults.FailingStore, "fault-failing-store", o.Faults.FailingStore, "FAULT: every store write fails (error storm).")
+	fs.DurationVar(&o.FightInterval, "fault-fight-interval", o.FightInterval, "FAULT: period of the second writer in --fault-fight.")
+	fs.DurationVar(&o.Faults.ReconcileDelay, "fault-reconcile-delay", o.Faults.ReconcileDelay, "FAULT: every Backup reconcile first waits this long (a slow dependency).")
+	fs.StringVar(&o.Faults.HangBackup, "fault-hang", o.Faults.HangBackup, "FAULT: reconciles of the Backup with this name never return (a stuck worker).")
+	fs.BoolVar(&o.Faults.FinalizerStuck, "fault-finalizer-stuck", o.Faults.FinalizerStuck, "FAULT: Backups being deleted wait forever for a clean-up that never completes (a stuck finalizer).")
+	fs.DurationVar(&o.Faults.RelistEvery, "fault-relist-every", o.Faults.RelistEvery, "FAULT: start a fresh ConfigMap informer at this period and stop it once synced (a relist storm).")
+	fs.DurationVar(&o.Faults.LeaseUnreachableAfter, "fault-lease-unreachable-after", o.Faults.LeaseUnreachableAfter, "FAULT: the leader elector's requests fail from this long after the start (no replica can hold the lease).")
+	fs.DurationVar(&o.Faults.LeaseLostAfter, "fault-lease-lost-after", o.Faults.LeaseLostAfter, "FAULT: the leader elector's requests fail once this process has led this long (it loses the lease and exits).")
+	fs.BoolVar(&o.Faults.WorkqueueMetricsUnregistered, "fault-workqueue-metrics-unregistered", o.Faults.WorkqueueMetricsUnregistered, "FAULT: the Backup controller's work queue metrics go to a registry nobody serves.")
 }
 
 // float32Value is a flag.Value for a float32.

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -31,6 +32,9 @@ type ControllerOptions struct {
 	WrapReconciler func(client.Client, reconcile.Reconciler) reconcile.Reconciler
 	// ExtraSources wake the controller besides its own watches.
 	ExtraSources []source.Source
+	// NewQueue, when set, builds the controller's work queue instead of
+	// controller-runtime's priority queue (a hook for fault injection).
+	NewQueue func(controllerName string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
 func (o ControllerOptions) controller() controller.Options {
@@ -45,6 +49,7 @@ func (o ControllerOptions) controller() controller.Options {
 		// low-priority items of a startup or resync.
 		UsePriorityQueue:   ptr.To(true),
 		SkipNameValidation: ptr.To(o.SkipNameValidation),
+		NewQueue:           o.NewQueue,
 	}
 }
 

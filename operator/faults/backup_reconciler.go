@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -21,11 +22,12 @@ import (
 const defaultNPlusOneFanout = 50
 
 // BackupDecorator puts the reconciler-side faults around the reference Backup
-// reconciler: the N+1 reads before each reconcile, the hot loop's timestamp
-// and the fight's annotation after it. Its Wrap method has the signature of
+// reconciler: the N+1 reads, the delay and the hang before each reconcile, the
+// clean-up that never completes instead of a deletion, the hot loop's
+// timestamp and the fight's annotation after it. Its Wrap method has the signature of
 // controller.ControllerOptions.WrapReconciler.
 type BackupDecorator struct {
-	// Modes says which faults are on; only HotLoop, NPlusOne and Fight act here.
+	// Modes says which faults are on; see reconcilerSide for those that act here.
 	Modes Modes
 	// APIReader reads straight from the API server for NPlusOne; instrument it
 	// under the Backup controller's name so its calls count there.
@@ -39,7 +41,7 @@ type BackupDecorator struct {
 // under the same controller.
 func (d BackupDecorator) Wrap(c client.Client, inner reconcile.Reconciler) reconcile.Reconciler {
 	m := d.Modes
-	if !m.HotLoop && !m.NPlusOne && !m.Fight {
+	if !m.reconcilerSide() {
 		return inner
 	}
 	if m.NPlusOneFanout <= 0 {
@@ -60,7 +62,31 @@ type faultyBackupReconciler struct {
 	clock     clock.PassiveClock
 }
 
+// reconcilerSide reports whether a fault that BackupDecorator injects is on.
+func (m Modes) reconcilerSide() bool {
+	return m.HotLoop || m.NPlusOne || m.Fight || m.ReconcileDelay > 0 || m.HangBackup != "" || m.FinalizerStuck
+}
+
+// finalizerPoll is how often a Backup stuck on FinalizerStuck is looked at again.
+const finalizerPoll = 5 * time.Second
+
 func (r *faultyBackupReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if r.modes.HangBackup != "" && req.Name == r.modes.HangBackup {
+		<-ctx.Done()
+		return reconcile.Result{}, ctx.Err()
+	}
+	if d := r.modes.ReconcileDelay; d > 0 {
+		select {
+		case <-ctx.Done():
+			return reconcile.Result{}, ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	if r.modes.FinalizerStuck {
+		if waiting, err := r.awaitingCleanup(ctx, req.NamespacedName); err != nil || waiting {
+			return reconcile.Result{RequeueAfter: finalizerPoll}, err
+		}
+	}
 	if r.modes.NPlusOne {
 		if err := r.readEveryBackup(ctx, req.Namespace); err != nil {
 			return reconcile.Result{}, err
@@ -71,6 +97,17 @@ func (r *faultyBackupReconciler) Reconcile(ctx context.Context, req reconcile.Re
 		return reconcile.Result{}, errors.Join(err, werr)
 	}
 	return res, err
+}
+
+// awaitingCleanup reports whether the Backup is being deleted with its
+// finalizer on: FinalizerStuck then waits for an external clean-up that never
+// completes instead of finalizing.
+func (r *faultyBackupReconciler) awaitingCleanup(ctx context.Context, key client.ObjectKey) (bool, error) {
+	b := &backupv1.Backup{}
+	if err := r.client.Get(ctx, key, b); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return !b.DeletionTimestamp.IsZero() && controllerutil.ContainsFinalizer(b, backupv1.BackupFinalizer), nil
 }
 
 // readEveryBackup is the N+1 controller's reads: list every Backup of the

@@ -3,7 +3,9 @@ package faults
 import (
 	"context"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -28,6 +30,10 @@ func TestBackupDecoratorWrapsOnlyForReconcilerSideModes(t *testing.T) {
 		{name: "decorates for N+1 reads without another watch", modes: Modes{NPlusOne: true}, wantWrapped: true},
 		{name: "decorates for the fight and watches annotation changes", modes: Modes{Fight: true}, wantWrapped: true, wantSources: 1},
 		{name: "adds one watch when the hot loop and the fight are both on", modes: Modes{HotLoop: true, Fight: true}, wantWrapped: true, wantSources: 1},
+		{name: "decorates to delay reconciles", modes: Modes{ReconcileDelay: time.Second}, wantWrapped: true},
+		{name: "decorates to hang one Backup's reconciles", modes: Modes{HangBackup: "b"}, wantWrapped: true},
+		{name: "decorates to keep finalizers waiting", modes: Modes{FinalizerStuck: true}, wantWrapped: true},
+		{name: "leaves the reconciler alone for the relister, the lease and the work queue faults", modes: Modes{RelistEvery: time.Second, LeaseLostAfter: time.Second, LeaseUnreachableAfter: time.Second, WorkqueueMetricsUnregistered: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -40,5 +46,20 @@ func TestBackupDecoratorWrapsOnlyForReconcilerSideModes(t *testing.T) {
 				t.Errorf("%d extra sources, want %d", n, c.wantSources)
 			}
 		})
+	}
+}
+
+func TestDecoratorHangsOnlyTheNamedBackup(t *testing.T) {
+	inner := &countingReconciler{}
+	r := BackupDecorator{Modes: Modes{HangBackup: "stuck"}}.Wrap(nil, inner)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "other"}}); err != nil || inner.calls != 1 {
+		t.Fatalf("another Backup: err %v, %d inner calls, want nil and 1", err, inner.calls)
+	}
+	start := time.Now()
+	_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "stuck"}})
+	if err == nil || time.Since(start) < 150*time.Millisecond || inner.calls != 1 {
+		t.Fatalf("the named Backup: returned %v after %s with %d inner calls; want it to block until the context ends", err, time.Since(start), inner.calls)
 	}
 }

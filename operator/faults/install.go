@@ -32,11 +32,17 @@ type Config struct {
 	Metrics *instrument.Metrics
 	// Clock stamps annotations. Defaults to the real clock.
 	Clock clock.Clock
+	// Namespace is where the relister lists; empty means all namespaces.
+	Namespace string
+	// Lease is the lease fault built before the manager (Modes.NewLeaseFault),
+	// or nil; Install lets it learn when the process is elected.
+	Lease *LeaseFault
 }
 
-// Install adds the runnables the modes need (the fighter, the mass updater)
-// to mgr and returns backup, the Backup controller's options, with the
-// decorator and event sources of the modes added. With every mode off it
+// Install adds the runnables the modes need (the fighter, the mass updater,
+// the relister, the lease fault's election clock) to mgr and returns backup,
+// the Backup controller's options, with the decorator, event sources and work
+// queue of the modes. With every mode off it
 // returns backup unchanged and adds nothing.
 func Install(mgr manager.Manager, cfg Config, backup controller.ControllerOptions) (controller.ControllerOptions, error) {
 	m := cfg.Modes
@@ -44,7 +50,7 @@ func Install(mgr manager.Manager, cfg Config, backup controller.ControllerOption
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	if m.HotLoop || m.NPlusOne || m.Fight {
+	if m.reconcilerSide() {
 		if backup.WrapReconciler != nil {
 			return backup, errors.New("faults: the Backup controller already has a reconciler decorator")
 		}
@@ -55,6 +61,26 @@ func Install(mgr manager.Manager, cfg Config, backup controller.ControllerOption
 		}.Wrap
 	}
 	backup.ExtraSources = append(backup.ExtraSources, m.backupSources(mgr.GetCache())...)
+	if m.WorkqueueMetricsUnregistered {
+		backup.NewQueue = unregisteredQueue
+	}
+	if cfg.Lease != nil {
+		if err := mgr.Add(cfg.Lease); err != nil {
+			return backup, fmt.Errorf("add lease fault: %w", err)
+		}
+	}
+	if m.RelistEvery > 0 {
+		if cfg.RESTConfig == nil {
+			return backup, errors.New("faults: the relist mode needs a RESTConfig for its own client")
+		}
+		r, err := NewRelister(cfg.RESTConfig, cfg.Namespace, m.RelistEvery)
+		if err != nil {
+			return backup, err
+		}
+		if err := mgr.Add(r); err != nil {
+			return backup, fmt.Errorf("add relister: %w", err)
+		}
+	}
 
 	if m.MassUpdateEvery > 0 {
 		mu := NewMassUpdater(MassUpdater{Reader: mgr.GetCache(), Writer: mgr.GetClient(), Every: m.MassUpdateEvery, Clock: clk})

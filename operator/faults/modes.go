@@ -38,6 +38,36 @@ type Modes struct {
 	MassUpdateEvery time.Duration
 	// FailingStore makes every store write fail: an error and retry storm.
 	FailingStore bool
+	// ReconcileDelay adds this latency to every Backup reconcile, before it
+	// runs: a reconcile that waits on a slow dependency. With few workers the
+	// queue falls behind when objects change faster than that.
+	ReconcileDelay time.Duration
+	// HangBackup names a Backup whose reconciles never return (until the
+	// process stops): a call without a timeout holds a worker for good.
+	HangBackup string
+	// FinalizerStuck makes a Backup being deleted wait for an external
+	// clean-up that never completes: the controller checks again every few
+	// seconds, without an error, and never removes its finalizer.
+	FinalizerStuck bool
+	// RelistEvery, when non-zero, starts a fresh ConfigMap informer at this
+	// period, waits for its initial list and stops it again: a client that
+	// relists in a loop, as one that rebuilds its informers on every error
+	// does. With client-go's WatchList on (the default since 1.35) each
+	// initial list is a WATCH with sendInitialEvents=true, else a LIST.
+	RelistEvery time.Duration
+	// LeaseUnreachableAfter, when non-zero, makes every request of the leader
+	// elector fail from this long after the start: the leader cannot renew
+	// its lease (it gives up leadership and exits) and no replica can take it.
+	LeaseUnreachableAfter time.Duration
+	// LeaseLostAfter, when non-zero, makes every request of the leader elector
+	// fail once this process has led for this long: it loses its lease and
+	// exits. Restarted replicas with this fault take the lease in turn and
+	// lose it again: leadership flaps.
+	LeaseLostAfter time.Duration
+	// WorkqueueMetricsUnregistered gives the Backup controller a work queue
+	// whose metrics go to a registry nobody serves, as when another workqueue
+	// metrics provider was registered before controller-runtime's.
+	WorkqueueMetricsUnregistered bool
 }
 
 // Annotations the fault modes write. None is written when the modes are off.
@@ -55,6 +85,9 @@ const (
 	ControllerTier = "standard"
 	FighterTier    = "premium"
 )
+
+// RelisterUserAgent is the user agent of the relisting client of RelistEvery.
+const RelisterUserAgent = "loopwatch-relister"
 
 // FighterUserAgent is the user agent of the fight mode's second writer, so
 // audit logs tell the two actors apart even without impersonation.

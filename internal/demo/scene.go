@@ -1,0 +1,213 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/loopwatch/loopwatch/internal/stack"
+)
+
+// Scene is one incident's world on the cluster: a namespace of its own holding the operator's
+// service accounts and objects, operator pods confined to it, a fresh exporter and a fresh
+// Prometheus. Close it before starting the next one.
+type Scene struct {
+	c    *Cluster
+	Name string
+	// Namespace holds the scene's objects, service accounts and operator pods.
+	Namespace string
+	dir       string
+	prom      *stack.Prometheus
+	pods      []*pod
+	// bg is cancelled when the scene closes: the loads running in the background stop.
+	bg     context.Context
+	stopBG context.CancelFunc
+	wg     sync.WaitGroup
+	start  time.Time
+}
+
+// ScenePods is how many operator pods an incident's scene can run: each has its scrape target,
+// its pod-bound token and its metrics address from the start, and runs when started.
+const ScenePods = 2
+
+// SceneOptions configure NewScene.
+type SceneOptions struct {
+	// Pods is how many operator pod identities the scene has (default ScenePods).
+	Pods int
+	// ScrapeInterval is Prometheus' (default ScrapeInterval).
+	ScrapeInterval time.Duration
+}
+
+// NewScene starts a scene called name (a DNS label): its namespace, service accounts, pod
+// identities, a fresh exporter and a fresh Prometheus scraping them.
+func (c *Cluster) NewScene(ctx context.Context, name string, opts SceneOptions) (s *Scene, err error) {
+	if opts.Pods == 0 {
+		opts.Pods = ScenePods
+	}
+	if opts.ScrapeInterval == 0 {
+		opts.ScrapeInterval = ScrapeInterval
+	}
+	c.scenes++
+	ns := fmt.Sprintf("%s-%d", name, c.scenes)
+	dir := filepath.Join(c.dir, ns)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	s = &Scene{c: c, Name: name, Namespace: ns, dir: dir, start: time.Now()}
+	s.bg, s.stopBG = context.WithCancel(context.Background())
+	defer func() {
+		if err != nil {
+			s.Close(true)
+		}
+	}()
+	c.say("== scene %s (namespace %s)", name, ns)
+	if err := c.startExporter(ctx, dir); err != nil {
+		return s, err
+	}
+	for _, sa := range []string{operatorSA, rivalSA} {
+		if _, err := c.cp.ServiceAccountConfig(ctx, ns, sa); err != nil {
+			return s, err
+		}
+		if err := c.cp.GrantClusterAdmin(ctx, stack.ServiceAccountSubject(ns, sa)); err != nil {
+			return s, err
+		}
+	}
+	for i := range opts.Pods {
+		p, err := s.newPod(ctx, fmt.Sprintf("backup-operator-%d", i))
+		if err != nil {
+			return s, err
+		}
+		s.pods = append(s.pods, p)
+	}
+	if err := s.startPrometheus(ctx, opts.ScrapeInterval); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func (s *Scene) startPrometheus(ctx context.Context, scrape time.Duration) error {
+	targets := []stack.ScrapeTarget{s.c.exporterTarget()}
+	for _, p := range s.pods {
+		targets = append(targets, stack.ScrapeTarget{Job: operatorJob, Addresses: []string{p.addr},
+			Labels: map[string]string{"namespace": s.Namespace, "pod": p.name}})
+	}
+	apiserver, err := s.c.cp.ScrapeTarget("apiserver")
+	if err != nil {
+		return err
+	}
+	p, err := stack.StartPrometheus(ctx, stack.PrometheusOptions{
+		RuleFiles: []string{s.c.rules}, Targets: append(targets, apiserver),
+		ScrapeInterval: scrape, EvaluationInterval: time.Duration(s.c.cfg.RuleInterval),
+	})
+	if err != nil {
+		return err
+	}
+	s.prom = p
+	s.say("Prometheus at %s with the generated rules", p.URL())
+	return nil
+}
+
+// Prometheus is the scene's Prometheus.
+func (s *Scene) Prometheus() *stack.Prometheus { return s.prom }
+
+// Go runs load in the background until the scene closes.
+func (s *Scene) Go(name string, load func(ctx context.Context) error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := load(s.bg); err != nil && s.bg.Err() == nil {
+			s.say("%s stopped: %v", name, err)
+		}
+	}()
+}
+
+// Close stops the loads, the operator pods and Prometheus. The exporter keeps running until the
+// next scene or the cluster's Close. When failed, the logs are printed.
+func (s *Scene) Close(failed bool) {
+	s.stopBG()
+	s.wg.Wait()
+	for _, p := range s.pods {
+		p.stop()
+	}
+	if s.prom != nil {
+		_ = s.prom.Stop()
+	}
+	if failed {
+		printf := func(f string, a ...any) { fmt.Fprintf(s.c.opts.Out, f+"\n", a...) }
+		logs := map[string]string{}
+		if s.c.exporter != nil {
+			logs["loopwatch-exporter"] = s.c.exporter.log
+		}
+		for _, p := range s.pods {
+			logs[p.name] = p.log
+		}
+		stack.PrintLogs(printf, logs)
+		if s.prom != nil {
+			stack.PrintLogs(printf, s.prom.Logs())
+		}
+	}
+	if s.prom != nil && !failed && !s.c.opts.KeepDir {
+		_ = os.RemoveAll(s.prom.Dir())
+	}
+}
+
+func (s *Scene) say(format string, args ...any) { s.c.say(format, args...) }
+
+// ensureNamespace creates another namespace of the scene (a lease in the wrong place).
+func (s *Scene) ensureNamespace(ctx context.Context, name string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := s.c.kube.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %q: %w", name, err)
+	}
+	return nil
+}
+
+// Alert is one loopwatch alert Prometheus reports as pending or firing.
+type Alert struct {
+	Name        string
+	State       promv1.AlertState
+	Labels      model.LabelSet
+	Annotations model.LabelSet
+	ActiveAt    time.Time
+}
+
+// String is name{labels} state.
+func (a Alert) String() string {
+	var parts []string
+	for k, v := range a.Labels {
+		if k != model.AlertNameLabel {
+			parts = append(parts, fmt.Sprintf("%s=%q", k, v))
+		}
+	}
+	sort.Strings(parts)
+	return a.Name + "{" + strings.Join(parts, ", ") + "} " + string(a.State)
+}
+
+// Alerts returns the loopwatch alerts that are pending or firing, sorted.
+func (s *Scene) Alerts(ctx context.Context) ([]Alert, error) {
+	res, err := s.prom.API().Alerts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list alerts: %w", err)
+	}
+	var out []Alert
+	for _, a := range res.Alerts {
+		name := string(a.Labels[model.AlertNameLabel])
+		if !strings.HasPrefix(name, "Loopwatch") {
+			continue
+		}
+		out = append(out, Alert{Name: name, State: a.State, Labels: a.Labels, Annotations: a.Annotations, ActiveAt: a.ActiveAt})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
