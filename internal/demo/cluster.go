@@ -191,7 +191,7 @@ func (c *Cluster) AuditLogPath() string { return c.cp.AuditLogPath() }
 // Close stops everything. When failed, the work directory is kept and the logs are printed.
 func (c *Cluster) Close(failed bool) {
 	if c.exporter != nil {
-		c.exporter.stop()
+		c.exporter.Stop()
 		c.exporter = nil
 	}
 	if c.cp != nil {

@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/loopwatch/loopwatch/internal/proc"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -19,7 +20,7 @@ import (
 // (the API server authenticates with a client certificate) and serving /metrics on the same
 // listener.
 type exporterProcess struct {
-	*process
+	*proc.Process
 	addr string
 }
 
@@ -33,10 +34,10 @@ func (c *Cluster) startExporter(ctx context.Context, dir string) error {
 		if err := c.drainAudit(ctx); err != nil {
 			return err
 		}
-		c.exporter.stop()
+		c.exporter.Stop()
 		c.exporter = nil
 	}
-	p, err := startProcess(dir, "loopwatch-exporter", filepath.Join(c.bin, "loopwatch"), nil, "exporter",
+	p, err := proc.Start(dir, "loopwatch-exporter", filepath.Join(c.bin, "loopwatch"), nil, "exporter",
 		"--listen-address="+c.exporterAddr,
 		"--tls-cert-file="+c.tls.serverCert,
 		"--tls-key-file="+c.tls.serverKey,
@@ -45,7 +46,7 @@ func (c *Cluster) startExporter(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	c.exporter = &exporterProcess{process: p, addr: c.exporterAddr}
+	c.exporter = &exporterProcess{Process: p, addr: c.exporterAddr}
 	// Writing something makes the API server send a batch.
 	if err := c.touch(ctx); err != nil {
 		return err
@@ -56,8 +57,8 @@ func (c *Cluster) startExporter(ctx context.Context, dir string) error {
 	}
 	var last error
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		if ended, err := p.exited(); ended {
-			return false, fmt.Errorf("loopwatch exporter exited: %v (log %s)", err, p.log)
+		if ended, err := p.Exited(); ended {
+			return false, fmt.Errorf("loopwatch exporter exited: %v (log %s)", err, p.Log)
 		}
 		var n float64
 		n, last = batches(ctx, hc, "https://"+c.exporterAddr+"/metrics")

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/loopwatch/loopwatch/internal/proc"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -28,7 +29,7 @@ type pod struct {
 	log        string
 
 	mu       sync.Mutex
-	proc     *process
+	proc     *proc.Process
 	args     []string
 	env      []string
 	restart  bool
@@ -119,20 +120,19 @@ func (p *pod) start(args, env []string, restart bool) error {
 
 // launch starts the process; the caller holds mu.
 func (p *pod) launch() error {
-	proc, err := startProcess(p.s.dir, p.name, filepath.Join(p.s.c.bin, "backup-operator"), p.env, p.args...)
+	pr, err := proc.Start(p.s.dir, p.name, filepath.Join(p.s.c.bin, "backup-operator"), p.env, p.args...)
 	if err != nil {
 		return err
 	}
-	p.proc = proc
+	p.proc = pr
 	return nil
 }
 
 // supervise restarts the replica when it exits, if asked to and not stopping.
-func (p *pod) supervise(proc *process, done chan struct{}) {
+func (p *pod) supervise(pr *proc.Process, done chan struct{}) {
 	defer close(done)
 	for {
-		err := <-proc.done
-		proc.done <- err
+		err := pr.Wait()
 		p.mu.Lock()
 		if p.stopping || !p.restart {
 			p.mu.Unlock()
@@ -152,7 +152,7 @@ func (p *pod) supervise(proc *process, done chan struct{}) {
 			p.mu.Unlock()
 			return
 		}
-		proc = p.proc
+		pr = p.proc
 		p.mu.Unlock()
 	}
 }
@@ -164,7 +164,7 @@ func (p *pod) running() bool {
 	if p.proc == nil {
 		return false
 	}
-	ended, _ := p.proc.exited()
+	ended, _ := p.proc.Exited()
 	return !ended
 }
 
@@ -172,10 +172,10 @@ func (p *pod) running() bool {
 func (p *pod) stop() {
 	p.mu.Lock()
 	p.stopping = true
-	proc, done := p.proc, p.done
+	pr, done := p.proc, p.done
 	p.mu.Unlock()
-	if proc != nil {
-		proc.stop()
+	if pr != nil {
+		pr.Stop()
 	}
 	if done != nil {
 		<-done

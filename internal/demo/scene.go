@@ -147,7 +147,7 @@ func (s *Scene) Close(failed bool) {
 		printf := func(f string, a ...any) { fmt.Fprintf(s.c.opts.Out, f+"\n", a...) }
 		logs := map[string]string{}
 		if s.c.exporter != nil {
-			logs["loopwatch-exporter"] = s.c.exporter.log
+			logs["loopwatch-exporter"] = s.c.exporter.Log
 		}
 		for _, p := range s.pods {
 			logs[p.name] = p.log

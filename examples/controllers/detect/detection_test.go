@@ -20,6 +20,7 @@ import (
 	"github.com/loopwatch/loopwatch/examples/controllers/conditions"
 	"github.com/loopwatch/loopwatch/examples/controllers/scheduler"
 	"github.com/loopwatch/loopwatch/gen"
+	"github.com/loopwatch/loopwatch/internal/proc"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -62,7 +63,7 @@ type scenario struct {
 	companions []*gen.Alert
 
 	namespace, pod, addr string
-	proc                 *process
+	proc                 *proc.Process
 	started              time.Time
 	detected             time.Duration     // 0 = not yet
 	seen                 map[string]string // alert name -> worst state seen
@@ -194,7 +195,7 @@ func TestControllersWrittenAnotherWay(t *testing.T) {
 	}
 	defer func() {
 		for _, s := range all {
-			s.proc.stop()
+			s.proc.Stop()
 		}
 	}()
 	for _, s := range all {
@@ -224,8 +225,8 @@ func TestControllersWrittenAnotherWay(t *testing.T) {
 		for _, p := range s.problems() {
 			t.Errorf("%s %s: %s", s.job, s.name(), p)
 		}
-		if ended, err := s.proc.exited(); ended {
-			t.Errorf("%s %s exited: %v (log %s)", s.job, s.name(), err, s.proc.log)
+		if ended, err := s.proc.Exited(); ended {
+			t.Errorf("%s %s exited: %v (log %s)", s.job, s.name(), err, s.proc.Log)
 		}
 	}
 	for _, a := range stray {
@@ -282,7 +283,7 @@ func (e *env) start(s *scenario, bins map[string]string) error {
 	}
 	args = append(args, "--metrics-bind-address="+s.addr, "--health-probe-bind-address=0")
 	args = append(args, s.flags...)
-	p, err := startProcess(e.dir, s.namespace, bin, []string{"KUBECONFIG=" + filepath.Join(e.dir, s.namespace+".kubeconfig")}, args...)
+	p, err := proc.Start(e.dir, s.namespace, bin, []string{"KUBECONFIG=" + filepath.Join(e.dir, s.namespace+".kubeconfig")}, args...)
 	if err != nil {
 		return err
 	}

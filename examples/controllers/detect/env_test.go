@@ -24,6 +24,7 @@ import (
 	"github.com/loopwatch/loopwatch/exporter"
 	"github.com/loopwatch/loopwatch/gen"
 	"github.com/loopwatch/loopwatch/internal/demo"
+	"github.com/loopwatch/loopwatch/internal/proc"
 	"github.com/loopwatch/loopwatch/internal/serve"
 	"github.com/loopwatch/loopwatch/internal/stack"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
@@ -206,11 +207,11 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 }
 
 // waitMetrics waits until a process serves /metrics at addr.
-func waitMetrics(ctx context.Context, p *process, addr string) error {
+func waitMetrics(ctx context.Context, p *proc.Process, addr string) error {
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		if ended, err := p.exited(); ended {
-			return fmt.Errorf("%s exited: %v (log %s)", p.name, err, p.log)
+		if ended, err := p.Exited(); ended {
+			return fmt.Errorf("%s exited: %v (log %s)", p.Name, err, p.Log)
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
@@ -225,5 +226,5 @@ func waitMetrics(ctx context.Context, p *process, addr string) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("%s serves no /metrics at %s after 90s (log %s)", p.name, addr, p.log)
+	return fmt.Errorf("%s serves no /metrics at %s after 90s (log %s)", p.Name, addr, p.Log)
 }
