@@ -45,35 +45,10 @@ func TestIntegrationKubeAPIServerAuditWebhook(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	pki := newTestPKI(t)
-	reg := prometheus.NewRegistry()
-	e, err := New(Config{Registerer: reg, Tracker: itTrackerConfig(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Client certificate only: a batch that arrives proves the API server authenticated with it.
-	srv, err := NewServer(ServerConfig{
-		Addr: "127.0.0.1:0", TLSCertFile: pki.certFile, TLSKeyFile: pki.keyFile, ClientCAFile: pki.caFile,
-		Gatherer: reg, Logger: slog.New(slog.DiscardHandler),
-	}, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := serve.Loopback(t, srv)
-	exporterURL := "https://" + addr
-	read := func(path string) []byte {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	e, reg, pki, addr := startWebhookExporter(t)
 	cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{
-		AuditWebhook: &stack.AuditWebhook{
-			URL: exporterURL + WebhookPath, CAData: read(pki.caFile),
-			ClientCertData: read(pki.clientCertFile), ClientKeyData: read(pki.clientKeyFile),
-		},
-		AuditLog: true,
+		AuditWebhook: pki.auditWebhook(t, addr),
+		AuditLog:     true,
 	})
 	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 
@@ -85,7 +60,7 @@ func TestIntegrationKubeAPIServerAuditWebhook(t *testing.T) {
 
 	// An unauthenticated sender is refused and counted.
 	resp, err := (&http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.roots}}}).
-		Post(exporterURL+WebhookPath, "application/json", strings.NewReader(`{"kind":"EventList","items":[]}`))
+		Post("https://"+addr+WebhookPath, "application/json", strings.NewReader(`{"kind":"EventList","items":[]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +100,7 @@ loopwatch_audit_replica_race_pods{actor=%[6]q,group="",object_name="state",objec
 	if len(hot) != 1 || hot[0].Actor != stamper || hot[0].Object.Name != "heartbeat" || hot[0].Writes != 100 {
 		t.Errorf("hot objects %+v, want heartbeat by %s with 100 writes", hot, stamper)
 	}
-	metrics := httpGet(t, exporterURL+"/metrics", pki)
+	metrics := httpGet(t, "https://"+addr+"/metrics", pki)
 	for _, wantLine := range []string{
 		// The clients set no fieldManager: the API server records the user agent's product.
 		fmt.Sprintf(`loopwatch_audit_hot_object_writes_per_second{actor=%q,field_manager="exporter.test",group="",mutating_webhook="",object_name="heartbeat",object_namespace=%q,resource="configmaps",subresource=""}`, stamper, itNamespace),
@@ -285,4 +260,41 @@ func provokeHotObject(ctx context.Context, t *testing.T, cp *stack.ControlPlane,
 		}
 	}
 	return "system:serviceaccount:" + itNamespace + ":stamper"
+}
+
+// startWebhookExporter serves a new exporter on a loopback TLS port that accepts the test PKI's
+// client certificate only (a batch that arrives proves the API server authenticated with it).
+func startWebhookExporter(t *testing.T) (*Exporter, *prometheus.Registry, *testPKI, string) {
+	t.Helper()
+	pki := newTestPKI(t)
+	reg := prometheus.NewRegistry()
+	e, err := New(Config{Registerer: reg, Tracker: itTrackerConfig(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(ServerConfig{
+		Addr: "127.0.0.1:0", TLSCertFile: pki.certFile, TLSKeyFile: pki.keyFile, ClientCAFile: pki.caFile,
+		Gatherer: reg, Logger: slog.New(slog.DiscardHandler),
+	}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, reg, pki, serve.Loopback(t, srv)
+}
+
+// auditWebhook is the API server's webhook to the exporter at addr, with the PKI's client
+// certificate.
+func (p *testPKI) auditWebhook(t *testing.T, addr string) *stack.AuditWebhook {
+	t.Helper()
+	read := func(path string) []byte {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	return &stack.AuditWebhook{
+		URL: "https://" + addr + WebhookPath, CAData: read(p.caFile),
+		ClientCertData: read(p.clientCertFile), ClientKeyData: read(p.clientKeyFile),
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/loopwatch/loopwatch/exporter/analyze"
-	"github.com/loopwatch/loopwatch/internal/serve"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -82,33 +79,10 @@ func TestFightThroughAMutatingWebhookNamesIt(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	pki := newTestPKI(t)
-	reg := prometheus.NewRegistry()
-	e, err := New(Config{Registerer: reg, Tracker: itTrackerConfig(), Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := NewServer(ServerConfig{
-		Addr: "127.0.0.1:0", TLSCertFile: pki.certFile, TLSKeyFile: pki.keyFile, ClientCAFile: pki.caFile,
-		Gatherer: reg, Logger: slog.New(slog.DiscardHandler),
-	}, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := serve.Loopback(t, srv)
-	read := func(path string) []byte {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
+	e, _, pki, addr := startWebhookExporter(t)
 	cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{
-		AuditWebhook: &stack.AuditWebhook{
-			URL: "https://" + addr + WebhookPath, CAData: read(pki.caFile),
-			ClientCertData: read(pki.clientCertFile), ClientKeyData: read(pki.clientKeyFile),
-		},
-		AuditLog: true,
+		AuditWebhook: pki.auditWebhook(t, addr),
+		AuditLog:     true,
 	})
 	admin := kubernetes.NewForConfigOrDie(cp.AdminConfig())
 
