@@ -60,8 +60,14 @@ unit: lint ## The fast loop: gofmt, go vet and every Go test that needs no real 
 	$(GO) test -short -count=1 ./...
 
 .PHONY: test
-test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz.
+# The scenes of the e2e matrix CI runs (about 6 minutes): the healthy one, and the incidents only
+# the audit path shows or no other test on real components covers. `make e2e` runs them all.
+CI_SCENES ?= healthy,write-fight,replica-race,relist-storm,error-storm,leader-lost
+
+test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz, the e2e matrix's CI scenes.
 	$(GO) test -count=1 -timeout 40m ./...
+	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_SCENARIOS=$(CI_SCENES) LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix-ci.md $(GO) test -count=1 -run '^TestMatrix$$' -timeout 30m ./e2e/
+	@cat $(BIN)/e2e-matrix-ci.md
 
 FUZZTIME ?= 30s
 .PHONY: fuzz-brief
