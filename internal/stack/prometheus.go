@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -29,6 +30,11 @@ type PrometheusOptions struct {
 	ScrapeSelf bool
 	// StartTimeout bounds the start; default 60s.
 	StartTimeout time.Duration
+	// DataDir is the TSDB directory, for a Prometheus started on existing blocks; default a
+	// new directory inside Dir.
+	DataDir string
+	// Args are appended to Prometheus' command line (feature flags, TSDB settings).
+	Args []string
 }
 
 // ScrapeTarget is one static scrape job.
@@ -114,13 +120,18 @@ func StartPrometheus(ctx context.Context, opts PrometheusOptions) (p *Prometheus
 		return p, fmt.Errorf("build prometheus client: %w", err)
 	}
 	p.api = promv1.NewAPI(client)
+	dataDir := opts.DataDir
+	if dataDir == "" {
+		dataDir = filepath.Join(dir, "data")
+	}
 	args := []string{
 		"--config.file=" + configPath,
-		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--storage.tsdb.path=" + dataDir,
 		"--web.listen-address=" + addr,
 		"--web.enable-lifecycle",
 		"--log.level=info",
 	}
+	args = append(args, opts.Args...)
 	proc, err := startProcess("prometheus", bin, args, filepath.Join(dir, "prometheus.log"))
 	if err != nil {
 		return p, err
@@ -225,6 +236,24 @@ func (p *Prometheus) Stop() error {
 		return nil
 	}
 	return p.proc.stop(10 * time.Second)
+}
+
+// Reload makes Prometheus re-read its configuration and rule files (POST /-/reload).
+func (p *Prometheus) Reload(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/-/reload", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("reload prometheus: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("reload prometheus: %s: %s", resp.Status, body)
+	}
+	return nil
 }
 
 // URL is Prometheus' base URL, http://127.0.0.1:<port>.
