@@ -6,7 +6,9 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -147,6 +149,42 @@ func metricValue(m *dto.Metric) float64 {
 		return m.GetUntyped().GetValue()
 	}
 	return 0
+}
+
+// cpuTimes are the machine's busy CPU time (all CPUs, from /proc/stat; 0 when unavailable) and
+// this process' own, in seconds.
+type cpuTimes struct{ machine, self float64 }
+
+// userHZ is the unit of /proc/stat: USER_HZ, 100 on every Linux architecture Go supports.
+const userHZ = 100
+
+func readCPUTimes() cpuTimes {
+	var c cpuTimes
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		c.self = float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return c
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return c
+	}
+	// user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+	for i, v := range f[1:9] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return c
+		}
+		c.machine += n / userHZ
+	}
+	return c
 }
 
 // loadAverage reads the 1-minute load average (0 when unavailable).

@@ -47,8 +47,12 @@ type Phase struct {
 	End           time.Time `json:"end"`
 	LoadBefore    float64   `json:"loadBefore"`
 	LoadAfter     float64   `json:"loadAfter"`
-	// PrometheusCPU is Prometheus' CPU time over the phase, in cores.
+	// PrometheusCPU is Prometheus' CPU time over the phase, in cores; BenchCPU the benchmark's
+	// own (the targets and the polling); OtherCPU what the rest of the machine used, which
+	// competes with Prometheus for the CPUs.
 	PrometheusCPU          float64       `json:"prometheusCPU"`
+	BenchCPU               float64       `json:"benchCPU"`
+	OtherCPU               float64       `json:"otherCPU"`
 	EngineSamplesPerSecond float64       `json:"engineSamplesPerSecond"`
 	HeadSeries             int           `json:"headSeries"`
 	Groups                 []GroupResult `json:"groups"`
@@ -161,9 +165,9 @@ func (r *Report) summary(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, " %s / %s |", count(fail), count(missed))
 	}
-	b.WriteString("\n| *Prometheus CPU (cores)* |")
+	b.WriteString("\n| *CPU cores: Prometheus / rest of the machine* |")
 	for _, c := range cols {
-		fmt.Fprintf(b, " %.2f |", c.ph.PrometheusCPU)
+		fmt.Fprintf(b, " %.2f / %.2f |", c.ph.PrometheusCPU, c.ph.OtherCPU)
 	}
 	b.WriteString("\n\n")
 }
@@ -192,9 +196,9 @@ func (f FleetResult) groupSamples(group string) (int64, bool) {
 
 func (f FleetResult) phaseTable(b *strings.Builder, ph Phase) {
 	fmt.Fprintf(b, "#### %d controllers × %d replicas, interval %s\n\n", f.Controllers, f.Replicas, phaseLabel(ph))
-	fmt.Fprintf(b, "%d targets, %s exposed series (Prometheus scraped %s), %s head series at the end; Prometheus used %.0f %% of a core; load average %.2f → %.2f; %s → %s.",
-		f.Targets, count(float64(f.ExposedSeries)), count(f.ScrapedSamples), count(float64(ph.HeadSeries)), 100*ph.PrometheusCPU,
-		ph.LoadBefore, ph.LoadAfter, ph.Start.Format("15:04:05"), ph.End.Format("15:04:05"))
+	fmt.Fprintf(b, "%d targets, %s exposed series (Prometheus scraped %s), %s head series at the end. CPU: Prometheus %.2f cores, the benchmark %.2f, the rest of the machine %.2f; load average %.2f → %.2f; %s → %s.",
+		f.Targets, count(float64(f.ExposedSeries)), count(f.ScrapedSamples), count(float64(ph.HeadSeries)), ph.PrometheusCPU,
+		ph.BenchCPU, ph.OtherCPU, ph.LoadBefore, ph.LoadAfter, ph.Start.Format("15:04:05"), ph.End.Format("15:04:05"))
 	if len(ph.ChangedGroups) > 0 && ph.Interval != IntervalDefault {
 		fmt.Fprintf(b, " Groups evaluated every %s: %s.", ph.Interval, strings.Join(ph.ChangedGroups, ", "))
 	}
@@ -245,7 +249,7 @@ func (f FleetResult) expensiveRules(b *strings.Builder, top int) {
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].r.Seconds.P90 > rows[j].r.Seconds.P90 })
 	rows = rows[:min(top, len(rows))]
-	fmt.Fprintf(b, "Most expensive rules, %d controllers, interval %s (rule evaluation time in its group; the query replayed once on its own with stats=all):\n\n", f.Controllers, phaseLabel(ph))
+	fmt.Fprintf(b, "Most expensive rules, %d controllers, interval %s (evaluation time in its group; samples read and time of its query replayed alone, with stats=all):\n\n", f.Controllers, phaseLabel(ph))
 	b.WriteString("| group | rule | p50 ms | p90 ms | active alerts | samples read | query ms |\n|---|---|---:|---:|---:|---:|---:|\n")
 	for _, rw := range rows {
 		alerts := ""
