@@ -205,6 +205,27 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		t.Errorf("recordings read over a range: %+v, want only the mean reconcile time (LoopwatchHotLoop's 1d baseline)", rules)
 	}
 
+	path := writeChainRules(t)
+	rules, err = mustRuleFile(t, path).rangeReadRecordings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rules {
+		names = append(names, r.record+"@"+r.interval.String())
+	}
+	if got, want := strings.Join(names, " "), "job:errors:rate5m@1m0s job:errors:rate30m@30m0s"; got != want {
+		t.Errorf("recordings to backfill: %s, want %s (inputs first, unused ones left out)", got, want)
+	}
+	if rules[1].labels["window"] != "30m" {
+		t.Errorf("the rule's labels are lost: %v", rules[1].labels)
+	}
+}
+
+// writeChainRules writes a rule file shaped like long windows built from low-resolution
+// recorded series: a slow group records from a fast one, an alert reads the slow one over 3d.
+func writeChainRules(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "chain.yaml")
 	if err := os.WriteFile(path, []byte(`groups:
   - name: fast
@@ -227,19 +248,51 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	rules, err = mustRuleFile(t, path).rangeReadRecordings()
-	if err != nil {
+	return path
+}
+
+// TestBackfillComputesChainedRecordings backfills the chain: the slow series, computed from the
+// fast one's backfilled history, has one sample per 30 minutes and the value the engine gives.
+func TestBackfillComputesChainedRecordings(t *testing.T) {
+	f := testFleet(t, 2, true)
+	dir := t.TempDir()
+	from := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
+	if _, err := Backfill(context.Background(), f, mustRuleFile(t, writeChainRules(t)), dir, from, 2, t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
-	for _, r := range rules {
-		names = append(names, r.record+"@"+r.interval.String())
+	series, _ := readBlocks(t, dir)
+	fast, slow := 0, 0
+	for key, s := range series {
+		sortSamples(s)
+		switch {
+		case strings.Contains(key, "job:unused:rate5m"):
+			t.Errorf("%s was backfilled though no rule reads it over a range", key)
+		case strings.Contains(key, "job:errors:rate5m"):
+			fast++
+			if len(s) < 4*60 {
+				t.Errorf("%s has %d samples, want one a minute", key, len(s))
+			}
+		case strings.Contains(key, "job:errors:rate30m"):
+			slow++
+			if !strings.Contains(key, `window="30m"`) {
+				t.Errorf("%s lacks the rule's label", key)
+			}
+			if len(s) < 9 || len(s) > 11 {
+				t.Errorf("%s has %d samples over 5h, want one per 30m", key, len(s))
+			}
+			for i := 1; i < len(s); i++ {
+				if s[i].t-s[i-1].t != (30 * time.Minute).Milliseconds() {
+					t.Errorf("%s: samples %d apart", key, s[i].t-s[i-1].t)
+				}
+			}
+			if s[len(s)-1].f <= 0 {
+				t.Errorf("%s ends at %v, want the average error rate, above 0", key, s[len(s)-1].f)
+			}
+		}
 	}
-	if got, want := strings.Join(names, " "), "job:errors:rate5m@1m0s job:errors:rate30m@30m0s"; got != want {
-		t.Errorf("recordings to backfill: %s, want %s (inputs first, unused ones left out)", got, want)
-	}
-	if rules[1].labels["window"] != "30m" {
-		t.Errorf("the rule's labels are lost: %v", rules[1].labels)
+	// One series per job: 2 controllers, and the exporter and API servers have no reconciles.
+	if fast != 2 || slow != 2 {
+		t.Errorf("backfilled %d fast and %d slow recorded series, want 2 of each", fast, slow)
 	}
 }
 
