@@ -387,7 +387,8 @@ func checkHistory(ctx context.Context, api *apiClient, f *Fleet, history time.Du
 		return err
 	}
 	for _, r := range rules {
-		q := fmt.Sprintf("count(count_over_time(%s[10m] offset %s))", r.record, promDuration(offset))
+		window := max(10*time.Minute, 2*r.interval) // a slow group's series has a sample per interval
+		q := fmt.Sprintf("count(count_over_time(%s[%s] offset %s))", r.record, promDuration(window), promDuration(offset))
 		got, err := api.scalarQuery(ctx, q)
 		if err != nil {
 			return err
