@@ -16,8 +16,9 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 .PHONY: generate
-generate: generate-operator ## Rebuild rules/, dashboards/ and jsonnet/ from the model (gen/), and the operator's generated code.
+generate: generate-operator generate-examples ## Rebuild rules/, dashboards/, jsonnet/, testrules/ and the reference docs from the declarations (gen/), and the operator's generated code.
 	$(GO) run ./cmd/loopwatch gen --out .
+	$(GO) run ./internal/refdocs
 
 .PHONY: generate-operator
 generate-operator: $(BIN)/controller-gen ## Regenerate the operator's deepcopy, CRDs and RBAC role with controller-gen.
@@ -25,16 +26,23 @@ generate-operator: $(BIN)/controller-gen ## Regenerate the operator's deepcopy, 
 	$(BIN)/controller-gen crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases
 	$(BIN)/controller-gen rbac:roleName=backup-operator paths=./operator/... output:rbac:artifacts:config=operator/config/rbac
 
+.PHONY: generate-examples
+generate-examples: $(BIN)/controller-gen ## Regenerate the example controllers' deepcopy and CRDs with controller-gen.
+	$(BIN)/controller-gen object paths=./examples/controllers/...
+	$(BIN)/controller-gen crd paths=./examples/controllers/... output:crd:artifacts:config=examples/controllers/config/crd
+
 .PHONY: check-generated
 check-generated: $(BIN)/controller-gen ## Fail when the committed generated files differ from what the generators write.
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(GO) run ./cmd/loopwatch gen --out "$$tmp"; \
-	for d in rules dashboards jsonnet; do \
+	for d in rules dashboards jsonnet testrules; do \
 	  [ -d "$$tmp/$$d" ] || continue; \
-	  diff -r "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
+	  diff -r -x '*.go' -x scenarios "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
 	done
-	@$(MAKE) -s generate-operator
-	@git diff --exit-code --stat -- operator/api operator/config || { echo "operator's generated code is stale: run 'make generate' and commit" >&2; exit 1; }
+	@$(GO) run ./internal/refdocs
+	@git diff --exit-code --stat -- docs/configuration.md docs/runbooks/README.md || { echo "reference docs are stale: run 'make generate' and commit" >&2; exit 1; }
+	@$(MAKE) -s generate-operator generate-examples
+	@git diff --exit-code --stat -- operator/api operator/config examples/controllers || { echo "operator's or examples' generated code is stale: run 'make generate' and commit" >&2; exit 1; }
 	@echo "generated files are fresh"
 
 .PHONY: lint
@@ -45,7 +53,11 @@ lint: ## gofmt and go vet.
 .PHONY: test-rules
 test-rules: $(BIN)/promtool ## promtool check + unit tests of the generated rules.
 	$(BIN)/promtool check rules rules/loopwatch.rules.yaml
-	$(BIN)/promtool test rules testrules/*.yaml
+	$(BIN)/promtool test rules testrules/*.test.yaml testrules/scenarios/*.test.yaml
+
+.PHONY: unit
+unit: lint ## The fast loop: gofmt, go vet and every Go test that needs no real component (go test -short).
+	$(GO) test -short -count=1 ./...
 
 .PHONY: test
 test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz.
@@ -57,7 +69,8 @@ fuzz-brief: ## Fuzz the audit decoder against encoding/json for FUZZTIME (30s; r
 	$(GO) test ./exporter/decode -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 20x
 
 .PHONY: demo
-demo: tools binaries ## A real control plane + exporter + operator + Prometheus catching incidents.
+demo: ## A real control plane + exporter + operator + Prometheus catching incidents.
+	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
 	$(GO) run ./cmd/loopwatch-demo
 
 # bench-rules knobs: the rule file, the fleet sizes (controllers × 3 replicas), the intervals
@@ -78,6 +91,7 @@ bench-rules: tools ## Rule evaluation cost on a real Prometheus for 50 and 500 s
 		-evals $(BENCH_EVALS) -out tmp/bench-rules.md -json tmp/bench-rules.json $(BENCH_ARGS)
 
 .PHONY: binaries
-binaries: ## Build loopwatch and backup-operator into bin/ (the demo runs them as processes).
+binaries: ## Build loopwatch, backup-operator and example-controller into bin/ (the demo and the detection tests run them as processes).
 	$(GO) build -o $(BIN)/loopwatch ./cmd/loopwatch
 	$(GO) build -o $(BIN)/backup-operator ./cmd/backup-operator
+	$(GO) build -o $(BIN)/example-controller ./cmd/example-controller

@@ -21,9 +21,9 @@ const exporterJob = "loopwatch-exporter"
 
 // startExporter runs loopwatch's audit exporter in-process, the real kube-apiserver being its
 // webhook client: TLS on a loopback port, the API server authenticated by a bearer token. It
-// returns the webhook to give the control plane and the address serving /metrics (https, for
-// Prometheus); it stops in t.Cleanup.
-func startExporter(t *testing.T) (*stack.AuditWebhook, string) {
+// returns the webhook to give the control plane, the address serving /metrics (https, for
+// Prometheus) and the file holding the token, which /metrics takes too; it stops in t.Cleanup.
+func startExporter(t *testing.T) (*stack.AuditWebhook, string, string) {
 	t.Helper()
 	secret := make([]byte, 16)
 	if _, err := rand.Read(secret); err != nil {
@@ -57,8 +57,12 @@ func startExporter(t *testing.T) (*stack.AuditWebhook, string) {
 		TLSCertFile: certFile,
 		TLSKeyFile:  keyFile,
 		TokenFile:   tokenFile,
-		Gatherer:    reg,
-		Logger:      logger,
+		// A managed-cluster source (EKS's Firehose endpoint; nothing delivers to it here): its
+		// series exist, so the dashboard's source panels and the alerts reading them are checked
+		// against Prometheus too.
+		Firehose: &exporter.FirehoseConfig{AccessKeyFile: tokenFile},
+		Gatherer: reg,
+		Logger:   logger,
 	}, e)
 	if err != nil {
 		t.Fatal(err)
@@ -77,5 +81,5 @@ func startExporter(t *testing.T) (*stack.AuditWebhook, string) {
 		}
 	})
 	addr := l.Addr().String()
-	return &stack.AuditWebhook{URL: "https://" + addr + exporter.WebhookPath, CAData: caPEM, Token: token}, addr
+	return &stack.AuditWebhook{URL: "https://" + addr + exporter.WebhookPath, CAData: caPEM, Token: token}, addr, tokenFile
 }

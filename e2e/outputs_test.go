@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/loopwatch/loopwatch/gen"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -41,18 +42,22 @@ var targetLabels = map[string]string{"cluster": "e2e", "namespace": workloadName
 // the test, so the list cannot go stale. Keys are "<dashboard file>/<panel title>/<refId>", the
 // query's 1-based position standing in for a missing refId.
 var noDataInHealthyRun = map[string]string{
-	"loopwatch-exporter.json/API server audit errors/1": "kube-apiserver creates apiserver_audit_error_total only when an audit backend fails; the exporter here never does",
+	"loopwatch-exporter.json/API server audit errors/1":               "kube-apiserver creates apiserver_audit_error_total only when an audit backend fails; the exporter here never does",
+	"loopwatch-apf.json/Rejected requests by controller and reason/1": "API Priority and Fairness rejects nothing at this load (TestAPFFlowSchemasOnRealAPIServer provokes rejections)",
 }
 
 // recordingRulesWithoutSeries lists recording rules that legitimately yield nothing in this setup,
 // keyed by record name, with the reason.
-var recordingRulesWithoutSeries = map[string]string{}
+var recordingRulesWithoutSeries = map[string]string{
+	"cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m": "API Priority and Fairness rejects nothing at this load (TestAPFFlowSchemasOnRealAPIServer provokes rejections)",
+}
 
 // TestGeneratedOutputsOnRealComponents puts rules/ and dashboards/ in front of their real
 // consumers: kube-apiserver with the prometheus-operator CRDs for the PrometheusRule manifests,
 // and Prometheus for the rules and dashboard queries, scraping a real controller-runtime manager,
 // loopwatch's audit exporter (fed by that kube-apiserver's audit webhook) and kube-apiserver.
 func TestGeneratedOutputsOnRealComponents(t *testing.T) {
+	stack.SkipShort(t)
 	ruleFiles, manifests := generatedYAML(t)
 	boards := dashboards(t)
 	crds, err := stack.PrometheusOperatorCRDDir()
@@ -62,7 +67,7 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhook, exporterAddr := startExporter(t)
+	webhook, exporterAddr, exporterToken := startExporter(t)
 	cp := stack.NewTestControlPlane(t, stack.ControlPlaneOptions{
 		CRDDirectories: []string{crds},
 		AuditWebhook:   webhook,
@@ -75,6 +80,14 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 		for path, data := range manifests {
 			t.Run(filepath.Base(path), func(t *testing.T) { createManifest(ctx, t, cp, data) })
 		}
+	})
+
+	t.Run("the controller's generated FlowSchema is accepted", func(t *testing.T) {
+		// The controller gets its own FlowSchema, as a user naming it in apf.controllers would
+		// apply it, so the APF rules and dashboard have a controller to show.
+		cfg := gen.Default()
+		cfg.APF.Controllers = []gen.APFController{{Name: scrapeJob, ServiceAccount: workloadNamespace + "/mirror-controller"}}
+		applyFlowSchemas(ctx, t, kubernetes.NewForConfigOrDie(cp.AdminConfig()), generate(t, cfg)[gen.FlowSchemasFile])
 	})
 
 	mgr := startManager(t, cp, workloadNamespace)
@@ -99,7 +112,8 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 			{Job: scrapeJob, Addresses: []string{mgr.metricsAddr}, Labels: targetLabels},
 			{
 				Job: exporterJob, Addresses: []string{exporterAddr}, Scheme: "https", TLS: &stack.TLSFiles{InsecureSkipVerify: true},
-				Labels: map[string]string{"cluster": targetLabels["cluster"], "namespace": "loopwatch", "pod": "loopwatch-exporter-0"},
+				BearerTokenFile: exporterToken,
+				Labels:          map[string]string{"cluster": targetLabels["cluster"], "namespace": "loopwatch", "pod": "loopwatch-exporter-0"},
 			},
 			apiserver,
 		},
@@ -255,17 +269,17 @@ var stagedIncidents = []struct {
 }{
 	{
 		name:   "the editor and the controller fight over alpha",
-		alert:  "LoopwatchWriteFight",
+		alert:  gen.WriteFight.FullName(),
 		labels: map[string]string{"object_name": "alpha", "actor_a": "editor", "actor_b": "system:serviceaccount:" + workloadNamespace + ":mirror-controller"},
 	},
 	{
 		name:   "the editor rewrites hot alone many times a second",
-		alert:  "LoopwatchHotObject",
+		alert:  gen.HotObject.FullName(),
 		labels: map[string]string{"object_name": "hot", "actor": "editor"},
 	},
 	{
 		name:   "two pods of the racer service account write raced",
-		alert:  "LoopwatchReplicaRace",
+		alert:  gen.ReplicaRace.FullName(),
 		labels: map[string]string{"object_name": "raced", "actor": "system:serviceaccount:" + workloadNamespace + ":racer"},
 	},
 }
@@ -273,13 +287,15 @@ var stagedIncidents = []struct {
 // mustStaySilent are alerts whose expression must not match at all in this run, with the reason.
 // A false positive here would page someone for a healthy controller or audit pipeline.
 var mustStaySilent = map[string]string{
-	"LoopwatchControllerMetricsMissing":  "the controller is scraped and exports its metrics",
-	"LoopwatchWorkqueueMetricsMissing":   "the controller's workqueue metrics are registered",
-	"LoopwatchLeaderMissing":             "the only manager holds its lease",
-	"LoopwatchLeaderMultiple":            "a single manager runs",
-	"LoopwatchAuditExporterNotReceiving": "kube-apiserver posts a batch every second",
-	"LoopwatchAuditExporterDropping":     "the exporter drops nothing at this volume",
-	"LoopwatchAuditWebhookErrors":        "the exporter accepts every batch",
+	gen.ControllerMetricsMissing.FullName():  "the controller is scraped and exports its metrics",
+	gen.WorkqueueMetricsMissing.FullName():   "the controller's workqueue metrics are registered",
+	gen.LeaderMissing.FullName():             "the only manager holds its lease",
+	gen.LeaderMultiple.FullName():            "a single manager runs",
+	gen.AuditExporterNotReceiving.FullName(): "kube-apiserver posts a batch every second",
+	gen.AuditExporterDropping.FullName():     "the exporter drops nothing at this volume",
+	gen.AuditWebhookErrors.FullName():        "the exporter accepts every batch",
+	gen.APFRequestsRejected.FullName():       "API Priority and Fairness rejects nothing at this load",
+	gen.APFQueueWaitHigh.FullName():          "no request waits a second for a seat at this load",
 }
 
 // alertNames lists the alerting rules in the rule files.

@@ -397,3 +397,64 @@ func reportPercentiles(b *testing.B, prefix string, d []time.Duration) {
 	b.ReportMetric(q(0.5), prefix+"p50-ms")
 	b.ReportMetric(q(0.99), prefix+"p99-ms")
 }
+
+// BenchmarkHostileBatches decodes, dedupes and tracks batches built to cost as much as possible,
+// beside the typical one (real events) in the same run: the cost of each is bounded per byte
+// (MB/s), and none allocates per event. Each body holds fresh auditIDs each time where it has
+// them, so that deduplication does not short-cut the work.
+func BenchmarkHostileBatches(b *testing.B) {
+	var long = strings.Repeat("u", 64<<10)
+	list := func(items []string) []byte {
+		return []byte(`{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":[` + strings.Join(items, ",") + `]}`)
+	}
+	event := func(i int, user, name string) string {
+		return fmt.Sprintf(`{"level":"Metadata","auditID":"%08x-0000-4000-8000-000000000000","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/ns/configmaps/%s?fieldManager=m","verb":"patch","user":{"username":"%s","groups":["system:authenticated"]},"objectRef":{"resource":"configmaps","namespace":"ns","name":"%s","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-21T04:04:45.744196Z","stageTimestamp":"2026-11-21T04:04:45.745733Z"}`, i, name, user, name)
+	}
+	repeat := func(n int, f func(i int) string) []byte {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = f(i)
+		}
+		return list(items)
+	}
+	cases := []struct {
+		name string
+		body []byte
+	}{
+		{"typical 400 real events", realBatch(b, 400)},
+		{"10000 empty events", repeat(DefaultMaxBatchEvents, func(int) string { return `{}` })},
+		{"10000 events with nothing to attribute", repeat(DefaultMaxBatchEvents, func(int) string { return `{"stage":"ResponseComplete","verb":"patch"}` })},
+		{"400 distinct creates sharing one auditID", repeat(400, func(i int) string {
+			return strings.Replace(event(0, "system:serviceaccount:ns:sneaky", fmt.Sprint("cm-", i)), `"verb":"patch"`, `"verb":"create"`, 1)
+		})},
+		{"100 events with 64 KiB usernames", repeat(100, func(i int) string { return event(i, fmt.Sprint(long, i), fmt.Sprint("cm-", i)) })},
+		{"400 events with escaped names", repeat(400, func(i int) string {
+			return event(i, `system:serviceaccount:ns:\u0063tl`, fmt.Sprintf(`cm-\u00e9-%d`, i))
+		})},
+		{"400 events with every member out of order", repeat(400, func(i int) string {
+			return fmt.Sprintf(`{"stageTimestamp":"2026-11-21T04:04:45.745733Z","objectRef":{"name":"cm-%d","resource":"configmaps","namespace":"ns"},"user":{"username":"system:serviceaccount:ns:ctl"},"verb":"patch","stage":"ResponseComplete","auditID":"%08x"}`, i, i)
+		})},
+	}
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			e, err := New(Config{Registerer: prometheus.NewRegistry()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			body := append([]byte(nil), tc.body...)
+			ids := newRenumberer(body)
+			if _, err := e.IngestList(body); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				ids.renumber(uint32(i + 1))
+				if _, err := e.IngestList(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -13,20 +13,35 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/dedupe"
+	"github.com/loopwatch/loopwatch/exporter/managed"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
-// DefaultDedupeSize is the default number of auditID+stage pairs remembered per generation:
-// enough for 10 API servers × 4000 events/s over the ~80 s the webhook backend spends retrying.
-const DefaultDedupeSize = 1 << 19
+// DefaultDedupeSize is the default number of events remembered per generation: enough for 10 API
+// servers × 4000 events/s over the ~80 s the webhook backend spends retrying.
+const DefaultDedupeSize = dedupe.DefaultSize
+
+// DefaultMaxBatchEvents is the default per-batch event limit: 25 times the API server's default
+// batch (--audit-webhook-batch-max-size 400).
+const DefaultMaxBatchEvents = decode.DefaultMaxEvents
 
 // Config assembles an Exporter.
 type Config struct {
 	// Tracker tunes attribution and detection.
 	Tracker track.Config
-	// DedupeSize is the number of auditID+stage pairs remembered per generation (two generations
-	// are kept); DefaultDedupeSize when 0, deduplication off when negative.
+	// DedupeSize is the number of events remembered per generation (two generations are kept, see
+	// package dedupe); DefaultDedupeSize when 0, deduplication off when negative.
 	DedupeSize int
+	// MaxBatchEvents bounds the events of one webhook batch (DefaultMaxBatchEvents when 0): a
+	// longer batch is refused whole.
+	MaxBatchEvents int
+	// MaxValueBytes bounds every string kept from an event, so every label value and report
+	// entry (decode.DefaultMaxValueBytes when 0; see decode.Shorten).
+	MaxValueBytes int
+	// MaxSeries bounds the series of each per-actor family (DefaultMaxSeries when 0): beyond it a
+	// new label combination is counted under actor and resource "other".
+	MaxSeries int
 	// Registerer receives the metrics (required).
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -39,8 +54,10 @@ type Config struct {
 type Exporter struct {
 	tracker  *track.Tracker
 	metrics  *Metrics
-	dedupe   *dedupe
+	dedupe   *dedupe.Window
 	decoders sync.Pool
+	limits   decode.Limits
+	sources  *managed.Metrics
 	now      func() time.Time
 	log      *slog.Logger
 }
@@ -59,25 +76,45 @@ func New(cfg Config) (*Exporter, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	switch {
-	case cfg.DedupeSize == 0:
-		cfg.DedupeSize = DefaultDedupeSize
-	case cfg.DedupeSize < 0:
-		cfg.DedupeSize = 0
-	}
-	e := &Exporter{dedupe: newDedupe(cfg.DedupeSize), now: cfg.Now, log: cfg.Logger}
-	e.decoders.New = func() any { return decode.NewDecoder(0) }
-	m, err := NewMetrics(cfg.Registerer, func() *track.Tracker { return e.tracker })
+	cfg = cfg.withDefaults()
+	e := &Exporter{dedupe: dedupe.New(cfg.DedupeSize), now: cfg.Now, log: cfg.Logger}
+	e.limits = decode.Limits{MaxValueBytes: cfg.MaxValueBytes, MaxEvents: cfg.MaxBatchEvents, RequireItems: true}
+	e.decoders.New = func() any { return decode.NewLimitedDecoder(0, e.limits) }
+	m, err := NewMetrics(cfg.Registerer, func() *track.Tracker { return e.tracker }, cfg.MaxSeries)
 	if err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
 	e.metrics = m
+	if e.sources, err = managed.NewMetrics(cfg.Registerer); err != nil {
+		return nil, fmt.Errorf("register source metrics: %w", err)
+	}
 	t, err := track.New(cfg.Tracker, m)
 	if err != nil {
 		return nil, fmt.Errorf("tracker config: %w", err)
 	}
 	e.tracker = t
 	return e, nil
+}
+
+// withDefaults fills the zero fields of the decoding and deduplication bounds.
+func (cfg Config) withDefaults() Config {
+	switch {
+	case cfg.DedupeSize == 0:
+		cfg.DedupeSize = DefaultDedupeSize
+	case cfg.DedupeSize < 0:
+		cfg.DedupeSize = 0
+	}
+	if cfg.MaxBatchEvents <= 0 {
+		cfg.MaxBatchEvents = DefaultMaxBatchEvents
+	}
+	if cfg.MaxValueBytes <= 0 {
+		cfg.MaxValueBytes = decode.DefaultMaxValueBytes
+	}
+	cfg.MaxValueBytes = max(cfg.MaxValueBytes, decode.MinMaxValueBytes)
+	if cfg.MaxSeries <= 0 {
+		cfg.MaxSeries = DefaultMaxSeries
+	}
+	return cfg
 }
 
 // Tracker returns the exporter's tracker (for reports and tests).
@@ -87,7 +124,9 @@ func (e *Exporter) Tracker() *track.Tracker { return e.tracker }
 func (e *Exporter) Metrics() *Metrics { return e.metrics }
 
 // IngestList decodes an EventList body and tracks its events. A malformed body is refused as a
-// whole (nothing is counted), so the API server's retry cannot count anything twice.
+// whole (nothing is counted), so the API server's retry cannot count anything twice; so is a
+// body without an items array (decode.ErrNotEventList) and one holding more events than the
+// per-batch limit (decode.ErrTooManyEvents).
 func (e *Exporter) IngestList(body []byte) (counted int, err error) {
 	start := time.Now()
 	d := e.decoders.Get().(*decode.Decoder)
@@ -101,20 +140,19 @@ func (e *Exporter) IngestList(body []byte) (counted int, err error) {
 	return counted, nil
 }
 
-// observe dedupes and tracks decoded events and counts them.
+// ObserveEvents dedupes and tracks events decoded by a managed-cluster source (package managed)
+// and counts them, exactly as a webhook batch's.
+func (e *Exporter) ObserveEvents(events []decode.Event) { e.observe(events) }
+
+// SourceMetrics are the counters of the managed-cluster sources.
+func (e *Exporter) SourceMetrics() *managed.Metrics { return e.sources }
+
+// observe dedupes and tracks decoded events and counts them by outcome. The deduplicator is
+// called under the tracker's lock, which so guards it too.
 func (e *Exporter) observe(events []decode.Event) int {
-	duplicates := 0
-	counted := e.tracker.ObserveBatch(events, func(ev *decode.Event) bool {
-		if e.dedupe.seen(ev) {
-			duplicates++
-			return true
-		}
-		return false
-	})
-	e.metrics.events.WithLabelValues(EventCounted).Add(float64(counted))
-	e.metrics.events.WithLabelValues(EventDuplicate).Add(float64(duplicates))
-	e.metrics.events.WithLabelValues(EventIgnoredStage).Add(float64(len(events) - counted - duplicates))
+	r := e.tracker.ObserveBatch(events, e.dedupe.Seen)
+	e.metrics.countEvents(r)
 	e.metrics.batches.Inc()
 	e.metrics.lastBatch.Set(float64(e.now().UnixNano()) / 1e9)
-	return counted
+	return r.Counted
 }

@@ -10,6 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/loopwatch/loopwatch/catalogue"
+	"github.com/loopwatch/loopwatch/catalogue/cataloguetest"
+	"github.com/loopwatch/loopwatch/exporter/managed"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -39,14 +42,15 @@ func TestExporterExposesFightsWritesAndConflicts(t *testing.T) {
 # HELP loopwatch_audit_conflicts_total Writes other than creates answered 409 (optimistic-concurrency conflicts), by actor, API group and resource.
 # TYPE loopwatch_audit_conflicts_total counter
 loopwatch_audit_conflicts_total{actor="system:serviceaccount:default:sa-a",group="",resource="serviceaccounts"} 1
-# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic), unattributable (no verb or no user: nothing to count them for) or duplicate (the same event seen before: a retried batch).
 # TYPE loopwatch_audit_events_total counter
 loopwatch_audit_events_total{outcome="counted"} 8
 loopwatch_audit_events_total{outcome="duplicate"} 0
 loopwatch_audit_events_total{outcome="ignored_stage"} 1
-# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window. Capped set, expires after the offender TTL.
+loopwatch_audit_events_total{outcome="unattributable"} 0
+# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.
 # TYPE loopwatch_audit_fight_handoffs gauge
-loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",group="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
+loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",field_manager_a="test",field_manager_b="test",group="",mutating_webhook="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
 # HELP loopwatch_audit_handoffs_total Successful writes to an object whose previous successful write was by another actor, by previous actor (from_actor), writing actor (to_actor), API group and resource. Reciprocal series (A->B and B->A both rising) are a fight.
 # TYPE loopwatch_audit_handoffs_total counter
 loopwatch_audit_handoffs_total{from_actor="system:serviceaccount:default:sa-a",group="",resource="serviceaccounts",to_actor="system:serviceaccount:default:sa-b"} 3
@@ -78,11 +82,12 @@ func TestExporterCountsARetriedBatchOnce(t *testing.T) {
 		}
 	}
 	want := `
-# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic), unattributable (no verb or no user: nothing to count them for) or duplicate (the same event seen before: a retried batch).
 # TYPE loopwatch_audit_events_total counter
 loopwatch_audit_events_total{outcome="counted"} 6
 loopwatch_audit_events_total{outcome="duplicate"} 12
 loopwatch_audit_events_total{outcome="ignored_stage"} 0
+loopwatch_audit_events_total{outcome="unattributable"} 0
 # HELP loopwatch_audit_batches_total Event batches decoded and tracked (webhook requests and file ingest chunks).
 # TYPE loopwatch_audit_batches_total counter
 loopwatch_audit_batches_total 3
@@ -123,15 +128,17 @@ func TestIngestLinesSkipsBadLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `
-# HELP loopwatch_audit_dropped_events_total Events dropped by file or stdin ingest, by reason (malformed, line_too_long).
+# HELP loopwatch_audit_dropped_events_total Lines dropped by file or stdin ingest, by reason (malformed, line_too_long, not_audit_event).
 # TYPE loopwatch_audit_dropped_events_total counter
 loopwatch_audit_dropped_events_total{reason="line_too_long"} 1
 loopwatch_audit_dropped_events_total{reason="malformed"} 1
-# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic) or duplicate (auditID and stage already seen: a retried batch).
+loopwatch_audit_dropped_events_total{reason="not_audit_event"} 1
+# HELP loopwatch_audit_events_total Audit events received, by outcome: counted, ignored_stage (not ResponseComplete or Panic), unattributable (no verb or no user: nothing to count them for) or duplicate (the same event seen before: a retried batch).
 # TYPE loopwatch_audit_events_total counter
 loopwatch_audit_events_total{outcome="counted"} 6
 loopwatch_audit_events_total{outcome="duplicate"} 0
-loopwatch_audit_events_total{outcome="ignored_stage"} 1
+loopwatch_audit_events_total{outcome="ignored_stage"} 0
+loopwatch_audit_events_total{outcome="unattributable"} 0
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loopwatch_audit_dropped_events_total", "loopwatch_audit_events_total"); err != nil {
 		t.Fatal(err)
@@ -154,37 +161,51 @@ func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	if _, err := e.IngestList(eventList(t, ws...)); err != nil {
 		t.Fatal(err)
 	}
+	e.SourceMetrics().Init(managed.SourceFirehose) // a configured source exposes its series
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	exposed := map[string]bool{}
-	for _, f := range families {
-		exposed[f.GetName()] = true
-	}
-	declared := map[string]bool{}
-	for _, m := range MetricCatalogue() {
-		declared[m.Name] = true
-		if !exposed[m.Name] {
-			t.Errorf("catalogue metric %s is not exposed", m.Name)
-		}
-	}
-	for name := range exposed {
-		if !declared[name] {
-			t.Errorf("exposed metric %s is missing from the catalogue", name)
-		}
+	if err := cataloguetest.Compare(families, catalogue.FromSource(catalogue.SourceExporter)); err != nil {
+		t.Error(err)
 	}
 }
 
+// The README's metric table has one row per metric: | `name` | type | labels | meaning |.
 func TestReadmeDocumentsEveryMetric(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range MetricCatalogue() {
-		if !strings.Contains(string(readme), "`"+m.Name+"`") {
-			t.Errorf("README.md does not document %s", m.Name)
+	rows := map[string][]string{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 {
+			continue
 		}
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if name, ok := strings.CutPrefix(cells[1], "`loopwatch_audit_"); ok && strings.HasSuffix(name, "`") {
+			rows[strings.Trim(cells[1], "`")] = cells[2:4]
+		}
+	}
+	for _, m := range catalogue.FromSource(catalogue.SourceExporter) {
+		row, ok := rows[m.Name]
+		if !ok {
+			t.Errorf("README.md has no table row for %s", m.Name)
+			continue
+		}
+		delete(rows, m.Name)
+		if row[0] != string(m.Type) {
+			t.Errorf("README.md says %s is a %s, the catalogue a %s", m.Name, row[0], m.Type)
+		}
+		if want := strings.Join(m.Labels, ", "); row[1] != want {
+			t.Errorf("README.md lists the labels of %s as %q, the catalogue %q", m.Name, row[1], want)
+		}
+	}
+	for name := range rows {
+		t.Errorf("README.md documents %s, which the catalogue does not declare", name)
 	}
 }
 
@@ -219,5 +240,65 @@ loopwatch_audit_writes_total{actor="other",code_class="2xx",group="",resource="s
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "loopwatch_audit_writes_total"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestExporterCountsInitialListsOfWatchListClients: LISTs and WATCHes with sendInitialEvents=true
+// are initial lists (an informer's start or relist); an ordinary watch is a read only.
+func TestExporterCountsInitialListsOfWatchListClients(t *testing.T) {
+	e, reg := newTestExporter(t)
+	const relister, lister = "system:serviceaccount:apps:relister", "system:serviceaccount:apps:lister"
+	var ws []auditWrite
+	for i := range 3 {
+		ws = append(ws, auditWrite{actor: relister, verb: "watch", resource: "configmaps", at: time.Duration(i) * time.Second,
+			query: "allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=412&watch=true"})
+	}
+	ws = append(ws,
+		auditWrite{actor: relister, verb: "watch", resource: "configmaps", at: 4 * time.Second, query: "allowWatchBookmarks=true&resourceVersion=1234&watch=true"},
+		auditWrite{actor: lister, verb: "list", resource: "configmaps", at: 5 * time.Second, query: "limit=500&resourceVersion=0"},
+	)
+	if _, err := e.IngestList(eventList(t, ws...)); err != nil {
+		t.Fatal(err)
+	}
+	m := catalogue.AuditInitialListsTotal
+	want := fmt.Sprintf(`
+# HELP %s %s
+# TYPE %s counter
+%s{actor=%q,group="",resource="configmaps",verb="list"} 1
+%s{actor=%q,group="",resource="configmaps",verb="watch"} 3
+`, m.Name, m.Help, m.Name, m.Name, lister, m.Name, relister)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), m.Name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadmeStatesTheMemoryBound: the Bounds table's default column is what MemoryBound computes
+// for the default configuration.
+func TestReadmeStatesTheMemoryBound(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := MemoryBound(Config{}, ServerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for part, bytes := range map[string]int64{
+		"| dedupe |": m.Dedupe, "| tracker |": m.Tracker, "| bodies |": m.Bodies, "| decoders |": m.Decoders,
+		"| series |": m.Series, "| connections |": m.Connections, "| **total** |": m.Total(),
+	} {
+		want := fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20))
+		found := false
+		for _, line := range strings.Split(string(readme), "\n") {
+			if strings.HasPrefix(line, part) {
+				found = true
+				if !strings.Contains(line, want) {
+					t.Errorf("README's %s row does not state %s: %s", part, want, line)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("README has no %s row in its Bounds table", part)
+		}
 	}
 }

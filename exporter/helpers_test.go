@@ -34,6 +34,8 @@ type auditWrite struct {
 	code                                     int32
 	at                                       time.Duration
 	stage                                    auditv1.Stage
+	// query replaces the request URI's query (fieldManager=test).
+	query string
 }
 
 // auditEvent builds an event in the API server's own types, so the JSON is the real shape.
@@ -57,10 +59,13 @@ func (w auditWrite) auditEvent() auditv1.Event {
 	if w.pod != "" {
 		user.Extra = map[string]authnv1.ExtraValue{"authentication.kubernetes.io/pod-name": {w.pod}}
 	}
+	if w.query == "" {
+		w.query = "fieldManager=test"
+	}
 	ts := metav1.NewMicroTime(t0.Add(w.at))
 	return auditv1.Event{
 		Level: auditv1.LevelMetadata, AuditID: types.UID("id-" + w.id), Stage: w.stage, Verb: w.verb,
-		RequestURI: fmt.Sprintf("/api/v1/namespaces/%s/%s/%s?fieldManager=test", w.ns, w.resource, w.name),
+		RequestURI: fmt.Sprintf("/api/v1/namespaces/%s/%s/%s?%s", w.ns, w.resource, w.name, w.query),
 		User:       user, UserAgent: "test/v1",
 		ObjectRef:                &auditv1.ObjectReference{Resource: w.resource, Namespace: w.ns, Name: w.name, APIVersion: "v1"},
 		ResponseStatus:           &metav1.Status{Code: w.code},

@@ -14,27 +14,32 @@ const DefaultMaxLineBytes = 4 << 20
 const ingestBatch = 400
 
 // IngestLines reads an audit log in the log backend's format (one Event JSON object per line)
-// and tracks its events. Malformed and over-long lines are skipped and counted in
-// loopwatch_audit_dropped_events_total; only read errors stop it.
+// and tracks its events. Malformed and over-long lines, and lines that are no audit event, are
+// skipped and counted in loopwatch_audit_dropped_events_total; only read errors stop it.
 func (e *Exporter) IngestLines(r io.Reader, maxLineBytes int) error {
 	if maxLineBytes <= 0 {
 		maxLineBytes = DefaultMaxLineBytes
 	}
-	d := decode.NewDecoder(0)
+	d := decode.NewLimitedDecoder(0, decode.Limits{MaxValueBytes: e.limits.MaxValueBytes})
 	events := make([]decode.Event, 0, ingestBatch)
-	err := decode.ScanLines(r, maxLineBytes, func(line []byte) {
+	err := decode.ScanLines(r, maxLineBytes, func(n int, line []byte) {
 		events = append(events, decode.Event{})
-		if err := d.DecodeEvent(line, &events[len(events)-1]); err != nil {
+		ev := &events[len(events)-1]
+		if err := d.DecodeEvent(line, ev); err != nil || !ev.IsAuditEvent() {
 			events = events[:len(events)-1]
-			e.metrics.dropped.WithLabelValues(ReasonMalformed).Inc()
-			e.log.Debug("Dropped malformed audit log line", "err", err)
+			reason := ReasonNotAuditEvent
+			if err != nil {
+				reason = ReasonMalformed
+			}
+			e.metrics.dropped.WithLabelValues(reason).Inc()
+			e.log.Debug("Dropped audit log line", "line", n, "reason", reason, "err", err)
 			return
 		}
 		if len(events) == ingestBatch {
 			e.observe(events)
 			events = events[:0]
 		}
-	}, func() { e.metrics.dropped.WithLabelValues(ReasonLineTooLong).Inc() })
+	}, func(int) { e.metrics.dropped.WithLabelValues(ReasonLineTooLong).Inc() })
 	if len(events) > 0 {
 		e.observe(events)
 	}

@@ -2,9 +2,7 @@ package exporter
 
 import (
 	"context"
-	"crypto/subtle"
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -12,23 +10,54 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"os"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/loopwatch/loopwatch/exporter/decode"
 )
 
 // WebhookPath is where the audit webhook posts (the kubeconfig's cluster.server URL should end
 // with it; a POST to "/" is accepted too).
 const WebhookPath = "/audit"
 
-// DefaultMaxBodyBytes bounds a webhook request body: 400 Metadata-level events are ~400 KiB, the
-// API server's own truncation limit for a batch is 10 MiB.
-const DefaultMaxBodyBytes = 16 << 20
+// Defaults of ServerConfig.
+const (
+	// DefaultMaxBodyBytes bounds a webhook request body. 400 Metadata-level events are ~330 KiB;
+	// with --audit-webhook-truncate-enabled the API server cuts every event above
+	// --audit-webhook-truncate-max-event-size to Metadata level, so a batch is at most
+	// batch-max-size × max-event-size: 400 × 40 KiB in the deploy files, 15.6 MiB, fits.
+	DefaultMaxBodyBytes = 16 << 20
+	// DefaultMaxBufferedBytes bounds the bodies being received or processed at once: four
+	// bodies of the largest size.
+	DefaultMaxBufferedBytes = 4 * DefaultMaxBodyBytes
+	// DefaultMaxInFlight is how many batches are decoded and tracked at once. A batch takes well
+	// under a millisecond of CPU once received, so two keep two cores busy.
+	DefaultMaxInFlight = 2
+	// DefaultMinBodyBytesPerSecond is the slowest average rate at which a body may arrive (after
+	// DefaultBodyGrace): a 400-event batch gets 2 + 5 s, a 15 MiB one 2 + 240 s, beyond the
+	// API server's own 30 s request timeout. A slower sender is cut off.
+	DefaultMinBodyBytesPerSecond = 64 << 10
+	// DefaultBodyGrace is the time a body gets before the minimum rate applies.
+	DefaultBodyGrace = 2 * time.Second
+	// DefaultBodyTimeout bounds the time to receive a body, whatever its rate: the API server
+	// gives up on a request after 30 s.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultMaxConnections bounds open connections. The API server's webhook client keeps one
+	// (HTTP/2), Prometheus one, probes come and go.
+	DefaultMaxConnections = 64
+	// DefaultShutdownTimeout bounds a graceful shutdown (Kubernetes waits 30 s before SIGKILL).
+	DefaultShutdownTimeout = 10 * time.Second
+)
+
+// HTTP/2 bounds: how many requests one connection may have open, and how many bytes it may have
+// sent that the handlers have not read yet (per connection and per stream).
+const (
+	http2MaxStreams    = 16
+	http2ReceiveWindow = 256 << 10
+)
 
 // ServerConfig configures the webhook server.
 type ServerConfig struct {
@@ -36,38 +65,98 @@ type ServerConfig struct {
 	Addr string
 	// TLSCertFile and TLSKeyFile are the serving certificate; required unless InsecureHTTP.
 	TLSCertFile, TLSKeyFile string
-	// ClientCAFile authenticates senders by client certificate.
+	// ClientCAFile authenticates webhook senders by client certificate.
 	ClientCAFile string
-	// TokenFile authenticates senders by bearer token (the file holds the token).
+	// TokenFile authenticates webhook senders by bearer token (the file holds the token).
 	TokenFile string
+	// MetricsClientCAFile and MetricsTokenFile are scrape credentials: /metrics accepts them, and
+	// the webhook's.
+	MetricsClientCAFile, MetricsTokenFile string
+	// MetricsOpen serves /metrics to anyone. /metrics names users and objects: without it, it
+	// needs the webhook's or the scrape credentials.
+	MetricsOpen bool
 	// InsecureHTTP serves plain HTTP (tests and local experiments only); senders must then use
 	// the bearer token.
 	InsecureHTTP bool
-	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes when 0).
+	// MaxBodyBytes bounds a request body (DefaultMaxBodyBytes when 0): 413 beyond.
 	MaxBodyBytes int64
-	// MaxInFlight bounds concurrently processed batches (4 when 0); a request that finds no slot
-	// within QueueWait (1s when 0) gets 429 and the API server retries later.
+	// MaxBufferedBytes bounds the bytes of the bodies being received or processed at once
+	// (DefaultMaxBufferedBytes when 0; more than MaxBodyBytes): a request that finds no room
+	// within QueueWait gets 429.
+	MaxBufferedBytes int64
+	// MaxInFlight bounds concurrently processed batches (DefaultMaxInFlight when 0); a received
+	// batch that finds no slot within QueueWait (1s when 0) gets 429 and the API server retries.
 	MaxInFlight int
 	QueueWait   time.Duration
+	// MinBodyBytesPerSecond, BodyGrace and BodyTimeout bound how long a body may take to arrive:
+	// at most BodyGrace + received/MinBodyBytesPerSecond at any point, and at most BodyTimeout
+	// (defaults DefaultMinBodyBytesPerSecond, DefaultBodyGrace, DefaultBodyTimeout). A slower
+	// sender gets 408 and is counted as slow_body.
+	MinBodyBytesPerSecond int64
+	BodyGrace             time.Duration
+	BodyTimeout           time.Duration
+	// MaxConnections bounds open connections (DefaultMaxConnections when 0).
+	MaxConnections int
 	// Gatherer serves /metrics.
 	Gatherer prometheus.Gatherer
-	// DisableWebhook serves only /metrics, /healthz and /readyz (file ingest without a webhook);
-	// no credentials are needed then.
+	// DisableWebhook serves no webhook: only /metrics, /healthz, /readyz and the managed-cluster
+	// sources configured (file ingest, or a managed cluster).
 	DisableWebhook bool
-	// ShutdownTimeout bounds graceful shutdown (10s when 0).
+	// Firehose, when set, serves EKS audit events delivered by Amazon Data Firehose on
+	// FirehosePath; PubSub GKE's pushed by a Pub/Sub subscription on PubSubPath (sources.go).
+	Firehose *FirehoseConfig
+	PubSub   *PubSubConfig
+	// ShutdownTimeout bounds graceful shutdown (DefaultShutdownTimeout when 0). Bodies still
+	// arriving when shutdown begins are answered 503 at once.
 	ShutdownTimeout time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+}
+
+// withDefaults fills the zero fields.
+func (cfg ServerConfig) withDefaults() ServerConfig {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxBufferedBytes <= 0 {
+		cfg.MaxBufferedBytes = max(DefaultMaxBufferedBytes, 4*cfg.MaxBodyBytes)
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = time.Second
+	}
+	if cfg.MinBodyBytesPerSecond <= 0 {
+		cfg.MinBodyBytesPerSecond = DefaultMinBodyBytesPerSecond
+	}
+	if cfg.BodyGrace <= 0 {
+		cfg.BodyGrace = DefaultBodyGrace
+	}
+	if cfg.BodyTimeout <= 0 {
+		cfg.BodyTimeout = DefaultBodyTimeout
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = DefaultMaxConnections
+	}
+	if cfg.ShutdownTimeout <= 0 {
+		cfg.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
 }
 
 // Server is the audit webhook endpoint plus /metrics, /healthz and /readyz.
 type Server struct {
 	cfg      ServerConfig
 	exporter *Exporter
-	clientCA *x509.CertPool
-	token    []byte
+	webhook  credentials
+	scrape   credentials
 	inFlight chan struct{}
-	bodies   sync.Pool
+	receiver *receiver
+	sources  *sources
 	ready    atomic.Bool
 	log      *slog.Logger
 	// handled, when set (by benchmarks), receives each body-reading request's handling time.
@@ -76,21 +165,7 @@ type Server struct {
 
 // NewServer validates cfg and loads the credentials files.
 func NewServer(cfg ServerConfig, e *Exporter) (*Server, error) {
-	if cfg.MaxBodyBytes == 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.MaxInFlight == 0 {
-		cfg.MaxInFlight = 4
-	}
-	if cfg.QueueWait == 0 {
-		cfg.QueueWait = time.Second
-	}
-	if cfg.ShutdownTimeout == 0 {
-		cfg.ShutdownTimeout = 10 * time.Second
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg = cfg.withDefaults()
 	var errs []error
 	if e == nil {
 		errs = append(errs, errors.New("server: exporter is required"))
@@ -104,33 +179,25 @@ func NewServer(cfg ServerConfig, e *Exporter) (*Server, error) {
 	if cfg.ClientCAFile == "" && cfg.TokenFile == "" && !cfg.DisableWebhook {
 		errs = append(errs, errors.New("server: a client CA file or a bearer token file is required"))
 	}
-	if cfg.InsecureHTTP && cfg.ClientCAFile != "" {
+	if cfg.InsecureHTTP && (cfg.ClientCAFile != "" || cfg.MetricsClientCAFile != "") {
 		errs = append(errs, errors.New("server: client certificates need TLS"))
 	}
-	s := &Server{cfg: cfg, exporter: e, inFlight: make(chan struct{}, cfg.MaxInFlight), log: cfg.Logger}
-	if cfg.ClientCAFile != "" {
-		pem, err := os.ReadFile(cfg.ClientCAFile)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read client CA file: %w", err))
-		} else {
-			s.clientCA = x509.NewCertPool()
-			if !s.clientCA.AppendCertsFromPEM(pem) {
-				errs = append(errs, fmt.Errorf("client CA file %q holds no PEM certificate", cfg.ClientCAFile))
-			}
-		}
+	if cfg.MaxBufferedBytes <= cfg.MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("server: max buffered bytes (%d) must exceed max body bytes (%d)", cfg.MaxBufferedBytes, cfg.MaxBodyBytes))
 	}
-	if cfg.TokenFile != "" {
-		b, err := os.ReadFile(cfg.TokenFile)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read token file: %w", err))
-		} else if s.token = []byte(strings.TrimSpace(string(b))); len(s.token) == 0 {
-			errs = append(errs, fmt.Errorf("token file %q is empty", cfg.TokenFile))
-		}
+	s := &Server{cfg: cfg, exporter: e, inFlight: make(chan struct{}, cfg.MaxInFlight), log: cfg.Logger}
+	s.webhook = loadCredentials(cfg.ClientCAFile, cfg.TokenFile, "webhook", &errs)
+	s.scrape = loadCredentials(cfg.MetricsClientCAFile, cfg.MetricsTokenFile, "metrics", &errs)
+	if e != nil {
+		s.sources = loadSources(cfg, e, &errs)
+	}
+	if cfg.Gatherer != nil && !cfg.MetricsOpen && cfg.ClientCAFile == "" && cfg.TokenFile == "" && cfg.MetricsClientCAFile == "" && cfg.MetricsTokenFile == "" {
+		errs = append(errs, errors.New("server: /metrics needs credentials (a webhook or metrics client CA or token file) unless it is served open"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	s.bodies.New = func() any { b := make([]byte, 0, 512<<10); return &b }
+	s.receiver = newReceiver(cfg)
 	return s, nil
 }
 
@@ -138,11 +205,27 @@ func NewServer(cfg ServerConfig, e *Exporter) (*Server, error) {
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	if !s.cfg.DisableWebhook {
-		mux.HandleFunc(WebhookPath, s.webhook)
-		mux.HandleFunc("/{$}", s.webhook)
+		mux.HandleFunc(WebhookPath, s.serveWebhook)
+		mux.HandleFunc("/{$}", s.serveWebhook)
+	}
+	if s.cfg.Firehose != nil {
+		mux.HandleFunc(FirehosePath, s.serveFirehose)
+	}
+	if s.cfg.PubSub != nil {
+		mux.HandleFunc(PubSubPath, s.servePubSub)
 	}
 	if s.cfg.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{}))
+		metrics := promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})
+		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+			if !s.cfg.MetricsOpen {
+				if status, reason := s.authenticate(r, s.webhook, s.scrape); status != 0 {
+					s.exporter.metrics.scrapesRefused.WithLabelValues(reason).Inc()
+					unauthorized(w, status)
+					return
+				}
+			}
+			metrics.ServeHTTP(w, r)
+		})
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -155,44 +238,52 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// connVerified caches, per TLS connection, whether its client certificate verified.
-type connVerified struct {
-	once sync.Once
-	ok   bool
+// unauthorized answers a refused authentication.
+func unauthorized(w http.ResponseWriter, status int) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="loopwatch-audit"`)
+	}
+	http.Error(w, http.StatusText(status), status)
 }
 
-type connKey struct{}
-
-// Serve serves on l until ctx is done, then shuts down gracefully.
+// Serve serves on l until ctx is done, then shuts down gracefully: bodies still arriving are
+// answered 503 at once, batches being processed finish, and after ShutdownTimeout the remaining
+// connections are closed. A shutdown is not an error.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second, // also bounds the TLS handshake
+		WriteTimeout:      s.cfg.BodyTimeout + 15*time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:          http2MaxStreams,
+			MaxReceiveBufferPerConnection: http2ReceiveWindow,
+			MaxReceiveBufferPerStream:     http2ReceiveWindow,
+		},
 		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, &connVerified{})
 		},
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	l = newLimitListener(l, s.cfg.MaxConnections, func() { s.refused(ReasonTooManyConnections) })
 	if !s.cfg.InsecureHTTP {
 		cert, err := tls.LoadX509KeyPair(s.cfg.TLSCertFile, s.cfg.TLSKeyFile)
 		if err != nil {
 			return fmt.Errorf("load serving certificate: %w", err)
 		}
-		tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		if s.clientCA != nil {
+		tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
+		if s.webhook.clientCA != nil || s.scrape.clientCA != nil {
 			// Verified in the handler, not the handshake, so that a bad certificate is answered
 			// 403 and counted rather than lost as a handshake error.
 			tlsCfg.ClientAuth = tls.RequestClientCert
 		}
-		l = tls.NewListener(l, tlsCfg)
+		l = tls.NewListener(&plainHTTPListener{Listener: l, plain: func() { s.refused(ReasonPlainHTTP) }}, tlsCfg)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	s.ready.Store(true)
-	s.log.Info("Serving audit webhook", "addr", l.Addr().String(), "tls", !s.cfg.InsecureHTTP)
+	s.log.Info("Serving audit webhook", "addr", l.Addr().String(), "tls", !s.cfg.InsecureHTTP, "metricsOpen", s.cfg.MetricsOpen)
 	select {
 	case err := <-errc:
 		s.ready.Store(false)
@@ -200,10 +291,12 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.ready.Store(false)
+	s.receiver.stop()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		s.log.Warn("Audit webhook shutdown timed out: closing the remaining connections", "timeout", s.cfg.ShutdownTimeout, "err", err)
+		_ = srv.Close()
 	}
 	s.log.Info("Audit webhook stopped")
 	return nil
@@ -218,65 +311,23 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, l)
 }
 
-func (s *Server) reject(w http.ResponseWriter, code int, reason, msg string) {
+// refused counts a webhook request refused for reason.
+func (s *Server) refused(reason string) {
 	s.exporter.metrics.requests.WithLabelValues(OutcomeRejected, reason).Inc()
+}
+
+func (s *Server) reject(w http.ResponseWriter, code int, reason, msg string) {
+	s.refused(reason)
 	http.Error(w, msg, code)
 }
 
-// authenticate checks the client certificate, then the bearer token. It returns 0 when the
-// request is authenticated, else the status to answer.
-func (s *Server) authenticate(r *http.Request) (status int, reason string) {
-	presented := false
-	if s.clientCA != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		presented = true
-		if s.verifyClientCert(r) {
-			return 0, ""
-		}
-	}
-	if s.token != nil {
-		if h := r.Header.Get("Authorization"); h != "" {
-			presented = true
-			tok, ok := strings.CutPrefix(h, "Bearer ")
-			if ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), s.token) == 1 {
-				return 0, ""
-			}
-		}
-	}
-	if presented {
-		return http.StatusForbidden, ReasonForbidden
-	}
-	return http.StatusUnauthorized, ReasonUnauthenticated
-}
-
-func (s *Server) verifyClientCert(r *http.Request) bool {
-	check := func() bool {
-		certs := r.TLS.PeerCertificates
-		inter := x509.NewCertPool()
-		for _, c := range certs[1:] {
-			inter.AddCert(c)
-		}
-		_, err := certs[0].Verify(x509.VerifyOptions{
-			Roots: s.clientCA, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-		})
-		if err != nil {
-			s.log.Debug("Client certificate refused", "subject", certs[0].Subject.String(), "err", err)
-		}
-		return err == nil
-	}
-	cv, _ := r.Context().Value(connKey{}).(*connVerified)
-	if cv == nil {
-		return check()
-	}
-	cv.once.Do(func() { cv.ok = check() })
-	return cv.ok
-}
-
-func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
-	if status, reason := s.authenticate(r); status != 0 {
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="loopwatch-audit"`)
-		}
-		s.reject(w, status, reason, http.StatusText(status))
+// serveWebhook takes one batch: authenticate, check method and type, receive the body (under
+// the byte budget, deadline and minimum rate, before holding a processing slot), then take a slot,
+// decode and track.
+func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
+	if status, reason := s.authenticate(r, s.webhook); status != 0 {
+		s.refused(reason)
+		unauthorized(w, status)
 		return
 	}
 	if r.Method != http.MethodPost {
@@ -288,17 +339,24 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, http.StatusUnsupportedMediaType, ReasonUnsupportedMediaType, "content type must be application/json")
 		return
 	}
-	if r.ContentLength > s.cfg.MaxBodyBytes {
-		s.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, "body too large")
+	start := time.Now()
+	b, rerr := s.receiver.receive(w, r)
+	if rerr != nil {
+		if rerr.status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		s.log.Debug("Audit batch not received", "reason", rerr.reason, "err", rerr.err)
+		s.reject(w, rerr.status, rerr.reason, rerr.Error())
 		return
 	}
+	defer b.release()
+	s.exporter.metrics.requestBytes.Observe(float64(len(b.data)))
 	if !s.acquire(r.Context()) {
 		w.Header().Set("Retry-After", "1")
 		s.reject(w, http.StatusTooManyRequests, ReasonOverloaded, "too many batches in flight")
 		return
 	}
 	defer func() { <-s.inFlight }()
-	start := time.Now()
 	defer func() {
 		d := time.Since(start)
 		s.exporter.metrics.request.Observe(d.Seconds())
@@ -306,22 +364,16 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 			s.handled(d)
 		}
 	}()
-	bp := s.bodies.Get().(*[]byte)
-	defer s.bodies.Put(bp)
-	body, err := readBody((*bp)[:0], http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	*bp = body[:0]
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			s.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, "body too large")
-			return
+	if _, err := s.exporter.IngestList(b.data); err != nil {
+		status, reason := http.StatusBadRequest, ReasonMalformed
+		switch {
+		case errors.Is(err, decode.ErrTooManyEvents):
+			status, reason = http.StatusRequestEntityTooLarge, ReasonTooManyEvents
+		case errors.Is(err, decode.ErrNotEventList):
+			reason = ReasonNotEventList
 		}
-		s.reject(w, http.StatusBadRequest, ReasonMalformed, "read body: "+err.Error())
-		return
-	}
-	if _, err := s.exporter.IngestList(body); err != nil {
-		s.log.Debug("Malformed audit batch", "err", err, "bytes", len(body))
-		s.reject(w, http.StatusBadRequest, ReasonMalformed, err.Error())
+		s.log.Debug("Audit batch refused", "reason", reason, "err", err, "bytes", len(b.data))
+		s.reject(w, status, reason, err.Error())
 		return
 	}
 	s.exporter.metrics.requests.WithLabelValues(OutcomeAccepted, ReasonOK).Inc()
@@ -345,22 +397,5 @@ func (s *Server) acquire(ctx context.Context) bool {
 		return false
 	case <-ctx.Done():
 		return false
-	}
-}
-
-// readBody reads r to the end into buf, growing it as needed.
-func readBody(buf []byte, r io.Reader) ([]byte, error) {
-	for {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return buf, err
-		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 const testToken = "s3cret-token"
@@ -125,18 +128,10 @@ func TestServerAnswersEachRequest(t *testing.T) {
 			}
 		})
 	}
-	want := `
-# HELP loopwatch_audit_requests_total Webhook requests by outcome (accepted, rejected) and reason (ok, unauthenticated, forbidden, method_not_allowed, unsupported_media_type, too_large, malformed, overloaded).
-# TYPE loopwatch_audit_requests_total counter
-loopwatch_audit_requests_total{outcome="accepted",reason="ok"} 3
-loopwatch_audit_requests_total{outcome="rejected",reason="forbidden"} 2
-loopwatch_audit_requests_total{outcome="rejected",reason="malformed"} 1
-loopwatch_audit_requests_total{outcome="rejected",reason="method_not_allowed"} 1
-loopwatch_audit_requests_total{outcome="rejected",reason="overloaded"} 0
-loopwatch_audit_requests_total{outcome="rejected",reason="too_large"} 1
-loopwatch_audit_requests_total{outcome="rejected",reason="unauthenticated"} 1
-loopwatch_audit_requests_total{outcome="rejected",reason="unsupported_media_type"} 1
-`
+	want := requestsExposition(map[string]int{
+		ReasonOK: 3, ReasonForbidden: 2, ReasonMalformed: 1, ReasonMethodNotAllowed: 1, ReasonTooLarge: 1,
+		ReasonUnauthenticated: 1, ReasonUnsupportedMediaType: 1,
+	})
 	if err := testutil.GatherAndCompare(s.reg, strings.NewReader(want), "loopwatch_audit_requests_total"); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +143,7 @@ loopwatch_audit_requests_total{outcome="rejected",reason="unsupported_media_type
 
 func TestServerServesHealthAndMetrics(t *testing.T) {
 	s := startTestServer(t, nil)
-	c := s.client(nil)
+	c := s.client(&s.pki.client)
 	deadline := time.Now().Add(5 * time.Second)
 	for _, path := range []string{"/healthz", "/readyz", "/metrics"} {
 		for {
@@ -173,7 +168,7 @@ func TestNewServerReportsEveryConfigProblem(t *testing.T) {
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
-	for _, want := range []string{"exporter is required", "listen address is required", "tls cert and key files are required", "read client CA file"} {
+	for _, want := range []string{"exporter is required", "listen address is required", "tls cert and key files are required", "read webhook client CA file"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -240,4 +235,17 @@ func TestServerAnswersTooManyRequestsWhenSlotsStayTaken(t *testing.T) {
 	if got := testutil.ToFloat64(s.exporter.metrics.requests.WithLabelValues(OutcomeRejected, ReasonOverloaded)); got != 1 {
 		t.Fatalf("overloaded rejections %v, want 1", got)
 	}
+}
+
+// requestsExposition is the exposition of loopwatch_audit_requests_total with the given counts
+// by reason (ok is the accepted outcome; every rejection reason is exposed, 0 when absent).
+func requestsExposition(counts map[string]int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s counter\n", catalogue.AuditRequestsTotal.Name, catalogue.AuditRequestsTotal.Help, catalogue.AuditRequestsTotal.Name)
+	fmt.Fprintf(&b, "%s{outcome=%q,reason=%q} %d\n", catalogue.AuditRequestsTotal.Name, OutcomeAccepted, ReasonOK, counts[ReasonOK])
+	reasons := slices.Sorted(slices.Values(RejectReasons))
+	for _, r := range reasons {
+		fmt.Fprintf(&b, "%s{outcome=%q,reason=%q} %d\n", catalogue.AuditRequestsTotal.Name, OutcomeRejected, r, counts[r])
+	}
+	return b.String()
 }

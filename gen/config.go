@@ -29,12 +29,16 @@ type Config struct {
 	RuleInterval Duration `json:"ruleInterval"`
 	// Groups chooses which rule groups (and their dashboards) are emitted.
 	Groups Groups `json:"groups"`
-	// Alerts holds the thresholds, `for` durations and severities of every alert.
-	Alerts Alerts `json:"alerts"`
+	// SLO sets the objective of the error-budget alerts.
+	SLO SLOConfig `json:"slo"`
+	// Alerts holds the settings of every alert, by alert key: severity, `for`, thresholds.
+	Alerts AlertsConfig `json:"alerts"`
 	// PrometheusRule is the metadata of the generated PrometheusRule manifest.
 	PrometheusRule ManifestMeta `json:"prometheusRule"`
 	// Dashboards configures the generated Grafana dashboards.
 	Dashboards DashboardsConfig `json:"dashboards"`
+	// APF names the controllers that get their own API Priority and Fairness FlowSchema.
+	APF APFConfig `json:"apf"`
 }
 
 // Selectors are PromQL label matchers, written without braces, e.g. `job="my-operator"`.
@@ -47,7 +51,8 @@ type Selectors struct {
 	ControllerTargets string `json:"controllerTargets"`
 	// Exporter selects the loopwatch audit exporter's metrics.
 	Exporter string `json:"exporter"`
-	// APIServer selects the kube-apiserver's own metrics (apiserver_audit_*).
+	// APIServer selects the kube-apiserver's own metrics (apiserver_audit_*,
+	// apiserver_flowcontrol_*).
 	APIServer string `json:"apiserver"`
 }
 
@@ -62,18 +67,55 @@ type Groups struct {
 	// Audit: fights, hot objects, replica races, conflicts and relists from the audit exporter.
 	// Turn it off when the exporter does not run.
 	Audit bool `json:"audit"`
+	// APF: request rate, queue wait and rejections of each controller that has its own FlowSchema
+	// (apf.controllers), from the API server's API Priority and Fairness metrics. Turn it off when
+	// Prometheus cannot scrape the API server's /metrics.
+	APF bool `json:"apf"`
+}
+
+// APFConfig names the controllers that get their own API Priority and Fairness FlowSchema.
+type APFConfig struct {
+	// Controllers are the controllers that get a FlowSchema each, written to apf/ beside the
+	// rules: it matches the controller's ServiceAccount and sends its requests to the priority
+	// level the default FlowSchemas give it today, so fairness stays as it is and the API server's
+	// APF metrics label the controller's requests with its own flow_schema. None by default: then
+	// apf/ is not written.
+	Controllers []APFController `json:"controllers"`
+}
+
+// APFController is one controller that gets its own FlowSchema, loopwatch-<name>.
+type APFController struct {
+	// Name is the controller's name, a DNS label: its FlowSchema is called loopwatch-<name>.
+	Name string `json:"name"`
+	// ServiceAccount is the ServiceAccount the controller runs as, "namespace/name".
+	ServiceAccount string `json:"serviceAccount"`
+	// PriorityLevel is the priority level the FlowSchema sends the requests to. Empty: the one
+	// the default FlowSchemas give the ServiceAccount today, workload-high in kube-system
+	// (kube-system-service-accounts) and workload-low elsewhere (service-accounts). Set it when
+	// your cluster classifies the ServiceAccount with a FlowSchema of its own.
+	PriorityLevel string `json:"priorityLevel"`
+	// MatchingPrecedence is the FlowSchema's matchingPrecedence: of the FlowSchemas that match a
+	// request, the one with the lowest classifies it. 0: one less than the default FlowSchema
+	// that matches the ServiceAccount today (899 in kube-system, 8999 elsewhere), so every
+	// FlowSchema that wins over that one today (probes, system-leader-election, your own) still
+	// wins. A set value must lie strictly between those.
+	MatchingPrecedence int32 `json:"matchingPrecedence"`
 }
 
 // ManifestMeta is the metadata of a generated Kubernetes manifest.
 type ManifestMeta struct {
-	Name      string            `json:"name"`
-	Namespace string            `json:"namespace"`
-	Labels    map[string]string `json:"labels"`
+	// Name of the object.
+	Name string `json:"name"`
+	// Namespace of the object.
+	Namespace string `json:"namespace"`
+	// Labels of the object: the PrometheusRule's must match the Prometheus' ruleSelector, the
+	// ConfigMaps' the Grafana sidecar's label.
+	Labels map[string]string `json:"labels"`
 }
 
 // DashboardsConfig configures the generated dashboards.
 type DashboardsConfig struct {
-	// UIDs of the dashboards, by dashboard key (controller, audit, exporter).
+	// UIDs of the dashboards, by dashboard key (controller, audit, exporter, apf).
 	UIDs map[string]string `json:"uids"`
 	// Tags put on every dashboard.
 	Tags []string `json:"tags"`
@@ -117,105 +159,10 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Common is what every alert has.
-type Common struct {
-	// Disabled drops the alert from the output.
-	Disabled bool `json:"disabled,omitempty"`
-	// Severity label of the alert.
-	Severity Severity `json:"severity"`
-	// For is how long the condition must hold before the alert fires.
-	For Duration `json:"for"`
-}
-
-// ThresholdAlert is an alert on one number crossing a threshold.
-type ThresholdAlert struct {
-	Common    `json:",inline"`
-	Threshold float64 `json:"threshold"`
-}
-
-// BacklogAlert fires when a queue is deep and still growing.
-type BacklogAlert struct {
-	Common `json:",inline"`
-	// Depth is the queue depth (all priorities) above which a growing queue is a backlog.
-	Depth float64 `json:"depth"`
-}
-
-// HistogramShareAlert fires when more than Share of the observations of a histogram were above
-// Bucket. Bucket must be one of the histogram's own bucket bounds: the share is then exact,
-// unlike a quantile interpolated inside a wide bucket.
-type HistogramShareAlert struct {
-	Common `json:",inline"`
-	Bucket float64 `json:"bucket"`
-	Share  float64 `json:"share"`
-}
-
-// HotLoopAlert fires when a controller reconciles often, much faster than usual, while writing.
-type HotLoopAlert struct {
-	Common `json:",inline"`
-	// ReconcilesPerSecond is the reconcile rate above which a controller may be hot-looping.
-	ReconcilesPerSecond float64 `json:"reconcilesPerSecond"`
-	// WritesPerSecond is the write rate above which the loop is costly: the controller's own
-	// writes where it is instrumented, its process's POST, PUT, PATCH and DELETE otherwise.
-	WritesPerSecond float64 `json:"writesPerSecond"`
-	// FastSeconds: a mean reconcile time under this is "too fast" (seed 002: p50 of 2 ms).
-	FastSeconds float64 `json:"fastSeconds"`
-	// FasterThanUsual: a mean reconcile time this many times lower than the controller's own
-	// average of the last day is also "too fast".
-	FasterThanUsual float64 `json:"fasterThanUsual"`
-}
-
-// CallsPerReconcileAlert fires when reconciles make more than Threshold API calls each.
-type CallsPerReconcileAlert struct {
-	Common    `json:",inline"`
-	Threshold float64 `json:"threshold"`
-	// MinReconcilesPerSecond ignores controllers that hardly reconcile: a process's background
-	// requests (lease renewals every 2s) divided by a reconcile every few minutes is not N+1.
-	MinReconcilesPerSecond float64 `json:"minReconcilesPerSecond"`
-}
-
-// BurnRateAlerts are the multi-window, multi-burn-rate alerts on an error budget.
-type BurnRateAlerts struct {
-	// Objective is the target success ratio of reconciles, e.g. 0.99.
+// SLOConfig sets the reconcile success objective the error-budget alerts measure against.
+type SLOConfig struct {
+	// Objective is the target share of reconciles that do not return an error, e.g. 0.99.
 	Objective float64 `json:"objective"`
-	// Page covers the fast burns (14.4× over 5m and 1h, 6× over 30m and 6h).
-	Page Common `json:"page"`
-	// Ticket covers the slow burns (3× over 2h and 1d, 1× over 6h and 3d).
-	Ticket Common `json:"ticket"`
-}
-
-// Alerts holds the settings of every alert loopwatch generates.
-type Alerts struct {
-	QueueBacklog             BacklogAlert           `json:"queueBacklog"`
-	QueueWait                HistogramShareAlert    `json:"queueWait"`
-	ReconcileLatency         HistogramShareAlert    `json:"reconcileLatency"`
-	ProcessorStuck           ThresholdAlert         `json:"processorStuck"`
-	ReconcileErrors          ThresholdAlert         `json:"reconcileErrors"`
-	PatchRate                ThresholdAlert         `json:"patchRate"`
-	HotLoop                  HotLoopAlert           `json:"hotLoop"`
-	APICallsPerReconcile     CallsPerReconcileAlert `json:"apiCallsPerReconcile"`
-	FinalizerStuck           ThresholdAlert         `json:"finalizerStuck"`
-	WorkqueueMetricsMissing  Common                 `json:"workqueueMetricsMissing"`
-	ControllerMetricsMissing Common                 `json:"controllerMetricsMissing"`
-	LeaderMissing            Common                 `json:"leaderMissing"`
-	LeaderMultiple           Common                 `json:"leaderMultiple"`
-	LeaderFlapping           ThresholdAlert         `json:"leaderFlapping"`
-	ErrorBudgetBurn          BurnRateAlerts         `json:"errorBudgetBurn"`
-	WriteFight               ThresholdAlert         `json:"writeFight"`
-	HotObject                ThresholdAlert         `json:"hotObject"`
-	ReplicaRace              ThresholdAlert         `json:"replicaRace"`
-	ConflictStorm            ThresholdAlert         `json:"conflictStorm"`
-	RelistStorm              ThresholdAlert         `json:"relistStorm"`
-	ExporterNotReceiving     Common                 `json:"exporterNotReceiving"`
-	ExporterDropping         ThresholdAlert         `json:"exporterDropping"`
-	AuditWebhookErrors       ThresholdAlert         `json:"auditWebhookErrors"`
-}
-
-func common(sev Severity, forDur string) Common {
-	d, err := model.ParseDuration(forDur)
-	if err != nil {
-		panic(err)
-	}
-	return Common{Severity: sev, For: Duration(d)}
 }
 
 // Default returns the configuration used when no config file is given.
@@ -230,36 +177,10 @@ func Default() Config {
 		},
 		RunbookBaseURL: "https://github.com/loopwatch/loopwatch/blob/main/docs/runbooks/",
 		RuleInterval:   Duration(model.Duration(60e9)),
-		Groups:         Groups{Controller: true, LeaderElection: true, SLO: true, Audit: true},
-		Alerts: Alerts{
-			QueueBacklog:             BacklogAlert{Common: common(SeverityWarning, "15m"), Depth: 100},
-			QueueWait:                HistogramShareAlert{Common: common(SeverityWarning, "10m"), Bucket: 10, Share: 0.1},
-			ReconcileLatency:         HistogramShareAlert{Common: common(SeverityWarning, "15m"), Bucket: 5, Share: 0.1},
-			ProcessorStuck:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 600},
-			ReconcileErrors:          ThresholdAlert{Common: common(SeverityWarning, "15m"), Threshold: 0.1},
-			PatchRate:                ThresholdAlert{Common: common(SeverityWarning, "15m"), Threshold: 10},
-			HotLoop:                  HotLoopAlert{Common: common(SeverityWarning, "15m"), ReconcilesPerSecond: 1, WritesPerSecond: 1, FastSeconds: 0.01, FasterThanUsual: 10},
-			APICallsPerReconcile:     CallsPerReconcileAlert{Common: common(SeverityWarning, "15m"), Threshold: 20, MinReconcilesPerSecond: 0.1},
-			FinalizerStuck:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 300},
-			WorkqueueMetricsMissing:  common(SeverityWarning, "15m"),
-			ControllerMetricsMissing: common(SeverityWarning, "15m"),
-			LeaderMissing:            common(SeverityCritical, "5m"),
-			LeaderMultiple:           common(SeverityCritical, "2m"),
-			LeaderFlapping:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 4},
-			ErrorBudgetBurn: BurnRateAlerts{
-				Objective: 0.99,
-				Page:      common(SeverityCritical, "2m"),
-				Ticket:    common(SeverityWarning, "15m"),
-			},
-			WriteFight:           ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 4},
-			HotObject:            ThresholdAlert{Common: common(SeverityWarning, "10m"), Threshold: 0.25},
-			ReplicaRace:          ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 2},
-			ConflictStorm:        ThresholdAlert{Common: common(SeverityWarning, "10m"), Threshold: 1},
-			RelistStorm:          ThresholdAlert{Common: common(SeverityWarning, "5m"), Threshold: 5},
-			ExporterNotReceiving: common(SeverityWarning, "10m"),
-			ExporterDropping:     ThresholdAlert{Common: common(SeverityWarning, "10m"), Threshold: 0},
-			AuditWebhookErrors:   ThresholdAlert{Common: common(SeverityCritical, "5m"), Threshold: 0},
-		},
+		Groups:         Groups{Controller: true, LeaderElection: true, SLO: true, Audit: true, APF: true},
+		SLO:            SLOConfig{Objective: 0.99},
+		Alerts:         defaultAlerts(),
+		APF:            APFConfig{Controllers: []APFController{}},
 		PrometheusRule: ManifestMeta{
 			Name:      "loopwatch",
 			Namespace: "monitoring",
@@ -270,6 +191,7 @@ func Default() Config {
 				"controller": "loopwatch-controller",
 				"audit":      "loopwatch-audit",
 				"exporter":   "loopwatch-exporter",
+				"apf":        "loopwatch-apf",
 			},
 			Tags:    []string{"loopwatch", "kubernetes-controllers"},
 			Refresh: "30s",
@@ -335,36 +257,11 @@ func (c Config) Validate() error {
 	if c.RuleInterval <= 0 {
 		v.add("ruleInterval", "must be positive")
 	}
-	a := c.Alerts
-	v.backlog("alerts.queueBacklog", a.QueueBacklog)
-	v.histogramShare("alerts.queueWait", a.QueueWait, workqueueBuckets)
-	v.histogramShare("alerts.reconcileLatency", a.ReconcileLatency, reconcileTimeBuckets)
-	v.threshold("alerts.processorStuck", a.ProcessorStuck, positive)
-	v.threshold("alerts.reconcileErrors", a.ReconcileErrors, ratio)
-	v.threshold("alerts.patchRate", a.PatchRate, positive)
-	v.hotLoop("alerts.hotLoop", a.HotLoop)
-	v.common("alerts.apiCallsPerReconcile", a.APICallsPerReconcile.Common)
-	v.number("alerts.apiCallsPerReconcile.threshold", a.APICallsPerReconcile.Threshold, positive)
-	v.number("alerts.apiCallsPerReconcile.minReconcilesPerSecond", a.APICallsPerReconcile.MinReconcilesPerSecond, nonNegative)
-	v.threshold("alerts.finalizerStuck", a.FinalizerStuck, positive)
-	v.common("alerts.workqueueMetricsMissing", a.WorkqueueMetricsMissing)
-	v.common("alerts.controllerMetricsMissing", a.ControllerMetricsMissing)
-	v.common("alerts.leaderMissing", a.LeaderMissing)
-	v.common("alerts.leaderMultiple", a.LeaderMultiple)
-	v.threshold("alerts.leaderFlapping", a.LeaderFlapping, positive)
-	if o := a.ErrorBudgetBurn.Objective; !(o < 1 && pageBurnRate*(1-o) <= 1) {
-		v.add("alerts.errorBudgetBurn.objective", "must be in (%g, 1): the fastest burn rate (14.4) must fit in the error budget, got %g", 1-1/14.4, o)
+	if o := c.SLO.Objective; !(o < 1 && pageBurnRate*(1-o) <= 1) {
+		v.add("slo.objective", "must be in (%g, 1): the fastest burn rate (14.4) must fit in the error budget, got %g", 1-1/14.4, o)
 	}
-	v.common("alerts.errorBudgetBurn.page", a.ErrorBudgetBurn.Page)
-	v.common("alerts.errorBudgetBurn.ticket", a.ErrorBudgetBurn.Ticket)
-	v.threshold("alerts.writeFight", a.WriteFight, positive)
-	v.threshold("alerts.hotObject", a.HotObject, positive)
-	v.threshold("alerts.replicaRace", a.ReplicaRace, atLeastTwo)
-	v.threshold("alerts.conflictStorm", a.ConflictStorm, positive)
-	v.threshold("alerts.relistStorm", a.RelistStorm, positive)
-	v.common("alerts.exporterNotReceiving", a.ExporterNotReceiving)
-	v.threshold("alerts.exporterDropping", a.ExporterDropping, nonNegative)
-	v.threshold("alerts.auditWebhookErrors", a.AuditWebhookErrors, nonNegative)
+	c.Alerts.validate(&v, "alerts")
+	c.APF.validate(&v, "apf")
 	v.meta("prometheusRule", c.PrometheusRule)
 	v.meta("dashboards.configMap", c.Dashboards.ConfigMap)
 	for _, key := range dashboardKeys {
@@ -403,17 +300,6 @@ func (v *validator) selector(path, s string) {
 	}
 }
 
-func (v *validator) common(path string, c Common) {
-	switch c.Severity {
-	case SeverityCritical, SeverityWarning, SeverityInfo:
-	default:
-		v.add(path+".severity", "%q is not one of critical, warning, info", c.Severity)
-	}
-	if c.For < 0 {
-		v.add(path+".for", "must not be negative")
-	}
-}
-
 type bound struct {
 	ok   func(float64) bool
 	want string
@@ -426,36 +312,16 @@ var (
 	atLeastTwo  = bound{func(f float64) bool { return f >= 2 }, "must be at least 2"}
 )
 
+// bucketOf accepts the bucket bounds of a histogram: a share of observations above one of them
+// is exact, unlike a quantile interpolated inside a wide bucket.
+func bucketOf(histogram string, bounds []float64) bound {
+	return bound{func(f float64) bool { return slices.Contains(bounds, f) }, fmt.Sprintf("must be a bucket bound of %s (bounds: %v)", histogram, bounds)}
+}
+
 func (v *validator) number(path string, f float64, b bound) {
 	if !b.ok(f) {
 		v.add(path, "%s, got %s", b.want, strconv.FormatFloat(f, 'g', -1, 64))
 	}
-}
-
-func (v *validator) threshold(path string, a ThresholdAlert, b bound) {
-	v.common(path, a.Common)
-	v.number(path+".threshold", a.Threshold, b)
-}
-
-func (v *validator) backlog(path string, a BacklogAlert) {
-	v.common(path, a.Common)
-	v.number(path+".depth", a.Depth, positive)
-}
-
-func (v *validator) histogramShare(path string, a HistogramShareAlert, buckets []float64) {
-	v.common(path, a.Common)
-	if !slices.Contains(buckets, a.Bucket) {
-		v.add(path+".bucket", "%g is not a bucket bound of the histogram (bounds: %v)", a.Bucket, buckets)
-	}
-	v.number(path+".share", a.Share, ratio)
-}
-
-func (v *validator) hotLoop(path string, a HotLoopAlert) {
-	v.common(path, a.Common)
-	v.number(path+".reconcilesPerSecond", a.ReconcilesPerSecond, positive)
-	v.number(path+".writesPerSecond", a.WritesPerSecond, positive)
-	v.number(path+".fastSeconds", a.FastSeconds, positive)
-	v.number(path+".fasterThanUsual", a.FasterThanUsual, bound{func(f float64) bool { return f > 1 }, "must be greater than 1"})
 }
 
 func (v *validator) meta(path string, m ManifestMeta) {

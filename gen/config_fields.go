@@ -2,10 +2,9 @@ package gen
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
-
-	"github.com/prometheus/common/model"
 )
 
 // checkFields walks a decoded YAML document against the Config type and reports every unknown
@@ -18,15 +17,12 @@ func checkFields(v *validator, doc any, t reflect.Type, path string) {
 		}
 		return path + "." + key
 	}
-	if t == reflect.TypeFor[Duration]() {
-		s, ok := doc.(string)
-		if !ok {
-			v.add(path, "must be a duration string like \"15m\", got %v", doc)
-			return
-		}
-		if _, err := model.ParseDuration(s); err != nil {
-			v.add(path, "%v", err)
-		}
+	switch t {
+	case reflect.TypeFor[Duration]():
+		checkDuration(v, doc, path)
+		return
+	case reflect.TypeFor[AlertsConfig]():
+		checkAlerts(v, doc, path)
 		return
 	}
 	switch t.Kind() {
@@ -70,6 +66,10 @@ func checkFields(v *validator, doc any, t reflect.Type, path string) {
 	case reflect.Float64:
 		if _, ok := doc.(float64); !ok {
 			v.add(path, "must be a number, got %v", doc)
+		}
+	case reflect.Int32:
+		if f, ok := doc.(float64); !ok || f != math.Trunc(f) || f < math.MinInt32 || f > math.MaxInt32 {
+			v.add(path, "must be a whole number, got %v", doc)
 		}
 	case reflect.Bool:
 		if _, ok := doc.(bool); !ok {

@@ -3,6 +3,7 @@ package gen
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -67,11 +68,18 @@ func TestConfigOverridesOnlyWhatItNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := Default()
-	if cfg.Alerts.QueueBacklog.Depth != 7 {
-		t.Errorf("depth = %v, want 7", cfg.Alerts.QueueBacklog.Depth)
+	got, want := cfg.Alerts[QueueBacklog.Key], def.Alerts[QueueBacklog.Key]
+	if got.Values["depth"] != 7 {
+		t.Errorf("depth = %v, want 7", got.Values["depth"])
 	}
-	if cfg.Alerts.QueueBacklog.For != def.Alerts.QueueBacklog.For || cfg.Alerts.QueueBacklog.Severity != def.Alerts.QueueBacklog.Severity {
-		t.Errorf("unnamed fields of queueBacklog changed: %+v", cfg.Alerts.QueueBacklog)
+	if got.For != want.For || got.Severity != want.Severity {
+		t.Errorf("unnamed fields of queueBacklog changed: %+v", got)
+	}
+	if !reflect.DeepEqual(cfg.Alerts[QueueWaitHigh.Key], def.Alerts[QueueWaitHigh.Key]) {
+		t.Errorf("queueWait changed: %+v", cfg.Alerts[QueueWaitHigh.Key])
+	}
+	if def.Alerts[QueueBacklog.Key].Values["depth"] != QueueBacklog.Params[0].Default {
+		t.Error("parsing a config changed the defaults")
 	}
 	if cfg.Selectors != def.Selectors {
 		t.Errorf("selectors changed: %+v", cfg.Selectors)

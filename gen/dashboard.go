@@ -1,11 +1,15 @@
 package gen
 
 import (
+	"strings"
+
 	"github.com/grafana-tools/sdk"
 )
 
-// Dashboards are built as typed grafana-tools/sdk values from small specs: the queries live in
-// the dashboard_*_queries.go files, the layout (rows of panels on Grafana's 24-column grid) here.
+// Dashboards are built as typed grafana-tools/sdk values from small specs: each dashboard's rows
+// of panels and their queries live in dashboard_<key>.go, the layout (rows of panels on Grafana's
+// 24-column grid) here. A panel's description names the alerts that watch its signal (each
+// alert declares its panel).
 
 // Dashboard is one generated Grafana dashboard. Its strings may refer to Params.
 type Dashboard struct {
@@ -119,6 +123,7 @@ func (b *builder) newDashboard(key, title, description string, vars []variableSp
 			if x+w > gridWidth {
 				x, y = 0, y+panelHeight
 			}
+			ps.description = withAlerts(ps.description, b.alertsOnPanel(key, ps.title))
 			p := newPanel(ps)
 			p.ID = id
 			id++
@@ -236,3 +241,25 @@ func (b *builder) templateVars(vars []variableSpec) []sdk.TemplateVar {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// alertsOnPanel returns the names of the generated alerts whose signal the panel shows.
+func (b *builder) alertsOnPanel(dashboard, title string) []string {
+	var out []string
+	for _, a := range b.enabledAlerts() {
+		if a.Panel == (PanelRef{dashboard, title}) {
+			out = append(out, a.FullName())
+		}
+	}
+	return out
+}
+
+// withAlerts appends to a panel's description the alerts that watch its signal.
+func withAlerts(description string, alerts []string) string {
+	if len(alerts) == 0 {
+		return description
+	}
+	if description != "" {
+		description += " "
+	}
+	return description + "Alerts: " + strings.Join(alerts, ", ") + "."
+}

@@ -89,7 +89,7 @@ func (b *builder) controllerDashboard() Dashboard {
 			{title: "Reconcile latency", kind: kindHeatmap, unit: "s",
 				targets: heatmapTarget(f, "controller_runtime_reconcile_time_seconds")},
 			{title: "Reconcile latency quantiles", unit: "s",
-				description: "A p50 far below usual with a high reconcile rate is seed 002's hot loop.",
+				description: "A p50 far below usual with a high reconcile rate: a controller re-triggering itself with writes that change nothing.",
 				targets:     quantileTargets(f, "controller_runtime_reconcile_time_seconds", true)},
 			{title: "Active workers vs max", unit: "short",
 				description: "Workers busy all the time mean the controller is saturated.",
@@ -106,7 +106,7 @@ func (b *builder) controllerDashboard() Dashboard {
 				description: "client-go requests of each process (no controller label exists for them).",
 				targets:     []targetSpec{{expr: sumByLabels([]string{"pod", "method", "code"}, f.rate("rest_client_requests_total", false)), legend: "{{pod}} {{method}} {{code}}"}}},
 			{title: "PATCH rate per pod", unit: "reqps",
-				description: "Seed 002's line: above 10/s sustained a controller is likely patching in a loop.",
+				description: "Sustained above ⟦patchRateThreshold:g⟧/s, a controller is most likely patching in a loop.",
 				targets:     []targetSpec{{expr: sumByLabels(pod, f.rate("rest_client_requests_total", false, `method="PATCH"`)), legend: "{{pod}}"}}},
 			{title: "API calls per reconcile", unit: "short",
 				description: "Per controller where instrumented (loopwatch instrument package), per process otherwise.",
@@ -137,6 +137,9 @@ func (b *builder) dashboards() []Dashboard {
 	}
 	if b.cfg.Groups.Audit {
 		out = append(out, b.auditDashboard(), b.exporterDashboard())
+	}
+	if b.cfg.Groups.APF {
+		out = append(out, b.apfDashboard())
 	}
 	return out
 }

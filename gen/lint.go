@@ -10,6 +10,8 @@ import (
 
 	"github.com/grafana-tools/sdk"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 // The project's own checks of generated PromQL and dashboards, used by the tests and by
@@ -22,7 +24,7 @@ var counterFuncs = []string{"rate", "irate", "increase", "resets"}
 // ExprChecker checks PromQL expressions against the metric catalogue.
 type ExprChecker struct {
 	// Known are the metric families that exist, by name.
-	Known map[string]KnownMetric
+	Known map[string]catalogue.Metric
 	// Recorded are the recording rules' names: they exist once the rules run.
 	Recorded map[string]bool
 	// ClusterLabel must appear in every `by` clause.
@@ -39,25 +41,25 @@ func (m *Model) NewExprChecker() *ExprChecker {
 			}
 		}
 	}
-	return &ExprChecker{Known: Catalogue(), Recorded: rec, ClusterLabel: m.Config.ClusterLabel}
+	return &ExprChecker{Known: knownMetrics(), Recorded: rec, ClusterLabel: m.Config.ClusterLabel}
 }
 
 // histogramSuffixes are the series suffixes of a classic histogram.
 var histogramSuffixes = []string{"_bucket", "_count", "_sum"}
 
 // family returns the catalogue entry a series name belongs to.
-func (c *ExprChecker) family(name string) (KnownMetric, bool) {
-	if m, ok := c.Known[name]; ok && m.Type != Histogram {
+func (c *ExprChecker) family(name string) (catalogue.Metric, bool) {
+	if m, ok := c.Known[name]; ok && m.Type != catalogue.Histogram {
 		return m, true
 	}
 	for _, s := range histogramSuffixes {
 		if base, ok := strings.CutSuffix(name, s); ok {
-			if m, ok := c.Known[base]; ok && m.Type == Histogram {
+			if m, ok := c.Known[base]; ok && m.Type == catalogue.Histogram {
 				return m, true
 			}
 		}
 	}
-	return KnownMetric{}, false
+	return catalogue.Metric{}, false
 }
 
 // Check parses expr and reports every problem. requireCluster asks that every aggregation with a
@@ -89,7 +91,7 @@ func (c *ExprChecker) Check(expr string, requireCluster bool) error {
 				if !ok {
 					continue
 				}
-				if m, ok := c.family(vs.Name); ok && m.Type == Gauge {
+				if m, ok := c.family(vs.Name); ok && m.Type == catalogue.Gauge {
 					errs = append(errs, fmt.Errorf("%s() over gauge %q", n.Func.Name, vs.Name))
 				}
 			}
@@ -228,6 +230,7 @@ func (m *Model) Lint() error {
 			}
 		}
 	}
+	errs = append(errs, m.checkAlertPanels()...)
 	for _, d := range m.Dashboards {
 		v, err := m.DashboardJSON(d)
 		if err != nil {
@@ -242,4 +245,25 @@ func (m *Model) Lint() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkAlertPanels reports alerts whose declared panel is not on the generated dashboard.
+func (m *Model) checkAlertPanels() []error {
+	titles := map[PanelRef]bool{}
+	generated := map[string]bool{}
+	for _, d := range m.Dashboards {
+		generated[d.Key] = true
+		for _, p := range d.Board.Panels {
+			titles[PanelRef{d.Key, p.Title}] = true
+		}
+	}
+	var errs []error
+	for _, g := range m.Groups {
+		for _, r := range g.Rules {
+			if a := r.Decl; a != nil && generated[a.Panel.Dashboard] && !titles[a.Panel] {
+				errs = append(errs, fmt.Errorf("alert %s: dashboard %q has no panel %q", a.FullName(), a.Panel.Dashboard, a.Panel.Title))
+			}
+		}
+	}
+	return errs
 }

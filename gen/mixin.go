@@ -94,7 +94,9 @@ func (m *Model) jsonnetGroup(g Group) string {
 		} else {
 			fmt.Fprintf(&b, "            alert: %s,\n", jsonnetQuote(r.Alert))
 			fmt.Fprintf(&b, "            expr: %s,\n", jsonnetString(r.Expr))
-			fmt.Fprintf(&b, "            'for': %s,\n", jsonnetString(r.For))
+			// The YAML leaves out a `for` of 0s (rulefmt's omitempty); so does the mixin.
+			f := jsonnetString(r.For)
+			fmt.Fprintf(&b, "            [if %s != '0s' then 'for']: %s,\n", f, f)
 			fmt.Fprintf(&b, "            labels: { severity: %s },\n", jsonnetQuote(string(r.Severity)))
 			b.WriteString("            annotations: {\n")
 			ann := m.annotationTemplates(r)

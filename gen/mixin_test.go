@@ -98,7 +98,7 @@ selectors: {controller: 'job="backup-operator"'}
 alerts:
   queueBacklog: {depth: 250, for: 20m}
   reconcileLatency: {bucket: 2.5, share: 0.25}
-  errorBudgetBurn: {objective: 0.995}
+slo: {objective: 0.995}
 dashboards:
   uids: {controller: my-controllers}
 `))
@@ -144,6 +144,9 @@ dashboards:
 
 // The promtool unit tests in testrules/ pass against the rules rendered from the mixin.
 func TestTestrulesPassOnMixinRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs promtool")
+	}
 	promtool := promtoolPath(t)
 	dir := t.TempDir()
 	rules, _ := json.Marshal(evalMixin(t, filepath.Join(repoRoot, MixinDir), mixinRules))

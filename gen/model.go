@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
@@ -18,6 +19,9 @@ type Rule struct {
 	Severity    Severity
 	Summary     string
 	Description string
+	// Decl and Recording are the declarations the rule comes from.
+	Decl      *Alert
+	Recording *Recording
 }
 
 // Group is one rule group of the model.
@@ -51,56 +55,57 @@ func Build(cfg Config) (*Model, error) {
 	b.p.S("clusterLabel", cfg.ClusterLabel)
 	m := &Model{Config: cfg, Params: b.p}
 	interval := b.p.S("ruleInterval", cfg.RuleInterval.String())
-	add := func(on bool, name string, rules []Rule) {
-		if on && len(rules) > 0 {
-			m.Groups = append(m.Groups, Group{Name: name, Interval: interval, Rules: rules})
+	for _, g := range ruleGroups() {
+		if !g.On(cfg.Groups) {
+			continue
+		}
+		var rules []Rule
+		env := &exprEnv{b: b}
+		for _, r := range g.Recordings {
+			rules = append(rules, Rule{Record: r.Name, Expr: r.Expr(env), Recording: r})
+		}
+		for _, a := range g.Alerts {
+			if s := cfg.Alerts[a.Key]; !s.Disabled {
+				rules = append(rules, Rule{
+					Alert:       a.FullName(),
+					Expr:        a.Expr(&exprEnv{b: b, a: a}),
+					For:         b.p.S(a.mixinName(settingFor), s.For.String()),
+					Severity:    s.Severity,
+					Summary:     a.Summary,
+					Description: localRefs(&exprEnv{b: b, a: a}, a.Description),
+					Decl:        a,
+				})
+			}
+		}
+		if len(rules) > 0 {
+			m.Groups = append(m.Groups, Group{Name: g.Name, Interval: interval, Rules: rules})
 		}
 	}
-	g := cfg.Groups
-	add(g.Controller, groupControllerRules, b.controllerRecordingRules())
-	add(g.SLO, groupSLORules, b.sloRecordingRules())
-	add(g.Audit, groupAuditRules, b.auditRecordingRules())
-	add(g.Controller, groupControllerAlerts, b.controllerAlerts())
-	add(g.LeaderElection, groupLeaderAlerts, b.leaderElectionAlerts())
-	add(g.SLO, groupSLOAlerts, b.sloAlerts())
-	add(g.Audit, groupAuditAlerts, b.auditAlerts())
 	m.Dashboards = b.dashboards()
 	return m, nil
 }
 
-// selector references a configured selector; names: controller, controllerTargets, exporter, apiserver.
+// selectorValue returns the configured selector name refers to: controller,
+// controllerTargets, exporter or apiserver.
+func (c Config) selectorValue(name string) string {
+	s := c.Selectors
+	switch name {
+	case "controller":
+		return s.Controller
+	case "controllerTargets":
+		return s.ControllerTargets
+	case "exporter":
+		return s.Exporter
+	case "apiserver":
+		return s.APIServer
+	}
+	panic("unknown selector " + name)
+}
+
+// selector references a configured selector (see Config.selectorValue).
 func (b *builder) selector(name string) string {
-	s := b.cfg.Selectors
-	values := map[string]string{
-		"controller":        s.Controller,
-		"controllerTargets": s.ControllerTargets,
-		"exporter":          s.Exporter,
-		"apiserver":         s.APIServer,
-	}
-	v, ok := values[name]
-	if !ok {
-		panic("unknown selector " + name)
-	}
-	return b.p.S(name+"Selector", v)
+	return b.p.S(name+"Selector", b.cfg.selectorValue(name))
 }
-
-// alert builds an alert rule from its config: it is dropped (nil) when disabled.
-func (b *builder) alert(key, short string, c Common, expr, summary, description string) []Rule {
-	if c.Disabled {
-		return nil
-	}
-	return []Rule{{
-		Alert:       alertName(short),
-		Expr:        expr,
-		For:         b.p.S(key+"For", c.For.String()),
-		Severity:    c.Severity,
-		Summary:     summary,
-		Description: description,
-	}}
-}
-
-// record builds a recording rule.
-func record(name, expr string) Rule { return Rule{Record: name, Expr: expr} }
 
 // RuleGroups resolves the model's rule groups into typed rulefmt values.
 func (m *Model) RuleGroups() (rulefmt.RuleGroups, error) {
@@ -156,6 +161,43 @@ func (m *Model) annotationTemplates(r Rule) map[string]string {
 	}
 }
 
+// AlertRule returns the rule of alert declaration a as the rule file has it: its resolved
+// expression, `for`, labels and annotation templates. It is false when the config leaves a out
+// (its group is off or the alert disabled). loopwatch diagnose evaluates these expressions, so
+// that it and the alerts agree on every threshold.
+func (m *Model) AlertRule(a *Alert) (rulefmt.Rule, bool) {
+	r, ok := m.rule(a)
+	if !ok {
+		return rulefmt.Rule{}, false
+	}
+	out, err := m.resolveRule(r)
+	return out, err == nil
+}
+
+// Annotations renders the annotations of alert a (summary, description, runbook_url) for one
+// instance with these labels and value, as Prometheus renders them. It is false when the config
+// leaves a out.
+func (m *Model) Annotations(a *Alert, labels map[string]string, value float64) (map[string]string, bool, error) {
+	r, ok := m.rule(a)
+	if !ok {
+		return nil, false, nil
+	}
+	out, err := m.expandAnnotations(r, labels, value)
+	return out, true, err
+}
+
+// rule finds the model's rule built from declaration a.
+func (m *Model) rule(a *Alert) (Rule, bool) {
+	for _, g := range m.Groups {
+		for _, r := range g.Rules {
+			if r.Decl == a {
+				return r, true
+			}
+		}
+	}
+	return Rule{}, false
+}
+
 // Alerts returns the names of every alert in the model, sorted.
 func (m *Model) Alerts() []string {
 	var names []string
@@ -168,4 +210,19 @@ func (m *Model) Alerts() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// localRefs turns the alert's own parameters, written ⟦@key⟧ or ⟦@key:g⟧ in its texts, into
+// references to their parameters.
+func localRefs(e *exprEnv, text string) string {
+	for {
+		i := strings.Index(text, refOpen+"@")
+		if i < 0 {
+			return text
+		}
+		rest := text[i+len(refOpen)+1:]
+		j := strings.Index(rest, refClose)
+		key, _, _ := strings.Cut(rest[:j], ":")
+		text = text[:i] + e.P(key) + rest[j+len(refClose):]
+	}
 }

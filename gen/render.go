@@ -43,6 +43,11 @@ func (m *Model) Files() ([]File, error) {
 		return nil, err
 	}
 	files := []File{{RulesFile, rules}, {PrometheusRuleFile, promRule}, kustomization("rules", PrometheusRuleFile)}
+	flowSchemas, err := m.Config.flowSchemaFiles()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, flowSchemas...)
 
 	var configMaps []any
 	for _, d := range m.Dashboards {
@@ -68,7 +73,11 @@ func (m *Model) Files() ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(files, mixin...), nil
+	tests, err := m.testFiles()
+	if err != nil {
+		return nil, err
+	}
+	return append(append(files, mixin...), tests...), nil
 }
 
 // kustomization lets kustomize overlays use a generated directory as a base (the operator's

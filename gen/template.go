@@ -22,9 +22,9 @@ const (
 	refClose = "⟧"
 )
 
-// Param is one value that users may override: in the generator's YAML config and in the mixin's
+// MixinParam is one value that users may override: in the generator's YAML config and in the mixin's
 // `_config`.
-type Param struct {
+type MixinParam struct {
 	// Name is the key in the mixin's `_config`.
 	Name string
 	// Value is a string or a float64.
@@ -33,10 +33,10 @@ type Param struct {
 
 // Params holds every parameter the model refers to, by name.
 type Params struct {
-	byName map[string]Param
+	byName map[string]MixinParam
 }
 
-func newParams() *Params { return &Params{byName: map[string]Param{}} }
+func newParams() *Params { return &Params{byName: map[string]MixinParam{}} }
 
 // S declares a string parameter and returns a reference to it.
 func (p *Params) S(name, value string) string {
@@ -54,12 +54,12 @@ func (p *Params) set(name string, value any) {
 	if old, ok := p.byName[name]; ok && old.Value != value {
 		panic(fmt.Sprintf("parameter %q declared twice with different values (%v, %v)", name, old.Value, value))
 	}
-	p.byName[name] = Param{Name: name, Value: value}
+	p.byName[name] = MixinParam{Name: name, Value: value}
 }
 
 // Sorted returns every parameter ordered by name.
-func (p *Params) Sorted() []Param {
-	out := make([]Param, 0, len(p.byName))
+func (p *Params) Sorted() []MixinParam {
+	out := make([]MixinParam, 0, len(p.byName))
 	for _, v := range p.byName {
 		out = append(out, v)
 	}

@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 // The wrapped client here is controller-runtime's in-memory client: these
@@ -56,7 +58,7 @@ func TestClientCountsCallsByVerbAndAccess(t *testing.T) {
 	}
 
 	want := `
-# HELP loopwatch_controller_api_requests_total ` + apiRequestsHelp + `
+# HELP loopwatch_controller_api_requests_total ` + catalogue.ControllerAPIRequestsTotal.Help + `
 # TYPE loopwatch_controller_api_requests_total counter
 loopwatch_controller_api_requests_total{access="read",controller="backup",verb="get"} 1
 loopwatch_controller_api_requests_total{access="read",controller="backup",verb="list"} 1
@@ -68,7 +70,7 @@ loopwatch_controller_api_requests_total{access="write",controller="backup",verb=
 loopwatch_controller_api_requests_total{access="write",controller="backup",verb="status_update"} 0
 loopwatch_controller_api_requests_total{access="write",controller="backup",verb="update"} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), APIRequestsTotalName); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), catalogue.ControllerAPIRequestsTotal.Name); err != nil {
 		t.Error(err)
 	}
 }

@@ -14,65 +14,14 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
-// Metric names, declared once so rules, dashboards and tests can refer to them.
-const (
-	// APIRequestsTotalName counts API calls made by a reconciler through the wrapped client.
-	APIRequestsTotalName = "loopwatch_controller_api_requests_total"
-	// FinalizerOldestPendingSecondsName is the age of the oldest object waiting on a finalizer.
-	FinalizerOldestPendingSecondsName = "loopwatch_controller_finalizer_oldest_pending_seconds"
-)
-
-// Label names used by the metrics of this package.
-const (
-	LabelController = "controller"
-	LabelVerb       = "verb"
-	LabelAccess     = "access"
-	LabelFinalizer  = "finalizer"
-)
-
-const (
-	apiRequestsHelp = "API calls made by a controller's reconciler through the instrumented client, by verb " +
-		"(get, list, create, update, patch, delete, deletecollection, status_update, status_patch) and access " +
-		"(read or write). Cached reads count too: the ratio to controller_runtime_reconcile_total is the calls per reconcile."
-	finalizerOldestHelp = "Age in seconds of the oldest object that has a deletionTimestamp and still carries the " +
-		"controller's finalizer; 0 when no object is waiting."
-)
-
-// MetricInfo describes one metric the package exports.
-type MetricInfo struct {
-	// Name is the full metric name.
-	Name string
-	// Type is the Prometheus metric type: "counter" or "gauge".
-	Type string
-	// Labels are the label names, in order.
-	Labels []string
-	// Help is the help text exported with the metric.
-	Help string
-}
-
-// MetricCatalogue lists every metric the package exports, so a generator or a
-// test can check that the metrics a rule or dashboard uses really exist.
-func MetricCatalogue() []MetricInfo {
-	return []MetricInfo{
-		{
-			Name:   APIRequestsTotalName,
-			Type:   "counter",
-			Labels: []string{LabelController, LabelVerb, LabelAccess},
-			Help:   apiRequestsHelp,
-		},
-		{
-			Name:   FinalizerOldestPendingSecondsName,
-			Type:   "gauge",
-			Labels: []string{LabelController, LabelFinalizer},
-			Help:   finalizerOldestHelp,
-		},
-	}
-}
-
-// Metrics holds the collectors of this package. A nil *Metrics is valid and
-// records nothing, so tests can use an instrumented client without metrics.
+// Metrics holds the collectors of this package, built from their declarations in
+// package catalogue (ControllerAPIRequestsTotal, ControllerFinalizerOldestPendingSeconds),
+// whose label order the methods below follow. A nil *Metrics is valid and records nothing,
+// so tests can use an instrumented client without metrics.
 type Metrics struct {
 	apiRequests     *prometheus.CounterVec
 	finalizerOldest *prometheus.GaugeVec
@@ -85,13 +34,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	}
 	m := &Metrics{
 		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: APIRequestsTotalName,
-			Help: apiRequestsHelp,
-		}, []string{LabelController, LabelVerb, LabelAccess}),
+			Name: catalogue.ControllerAPIRequestsTotal.Name,
+			Help: catalogue.ControllerAPIRequestsTotal.Help,
+		}, catalogue.ControllerAPIRequestsTotal.Labels),
 		finalizerOldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: FinalizerOldestPendingSecondsName,
-			Help: finalizerOldestHelp,
-		}, []string{LabelController, LabelFinalizer}),
+			Name: catalogue.ControllerFinalizerOldestPendingSeconds.Name,
+			Help: catalogue.ControllerFinalizerOldestPendingSeconds.Help,
+		}, catalogue.ControllerFinalizerOldestPendingSeconds.Labels),
 	}
 	var err error
 	if m.apiRequests, err = register(reg, m.apiRequests); err != nil {

@@ -1,11 +1,13 @@
 package instrument
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/loopwatch/loopwatch/catalogue"
+	"github.com/loopwatch/loopwatch/catalogue/cataloguetest"
 )
 
 func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
@@ -20,51 +22,9 @@ func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]string{}
-	for _, f := range families {
-		got[f.GetName()] = strings.ToLower(f.GetType().String())
-		for _, metric := range f.GetMetric() {
-			var labels []string
-			for _, l := range metric.GetLabel() {
-				labels = append(labels, l.GetName())
-			}
-			want := catalogueEntry(t, f.GetName()).Labels
-			if strings.Join(sorted(labels), ",") != strings.Join(sorted(want), ",") {
-				t.Errorf("%s labels = %v, want %v", f.GetName(), labels, want)
-			}
-		}
+	if err := cataloguetest.Compare(families, catalogue.FromSource(catalogue.SourceInstrument)); err != nil {
+		t.Error(err)
 	}
-	for _, c := range MetricCatalogue() {
-		if got[c.Name] != c.Type {
-			t.Errorf("%s registered as %q, catalogue says %q", c.Name, got[c.Name], c.Type)
-		}
-		if c.Help == "" {
-			t.Errorf("%s has no help", c.Name)
-		}
-	}
-}
-
-func catalogueEntry(t *testing.T, name string) MetricInfo {
-	t.Helper()
-	for _, c := range MetricCatalogue() {
-		if c.Name == name {
-			return c
-		}
-	}
-	t.Fatalf("metric %s is not in the catalogue", name)
-	return MetricInfo{}
-}
-
-func sorted(s []string) []string {
-	out := append([]string(nil), s...)
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
 }
 
 func TestNewMetricsSharesCollectorsOfOneRegistry(t *testing.T) {
@@ -89,7 +49,7 @@ func TestNewMetricsSharesCollectorsOfOneRegistry(t *testing.T) {
 
 func TestNewMetricsRefusesAConflictingMetric(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: APIRequestsTotalName, Help: "something else"}))
+	reg.MustRegister(prometheus.NewGauge(prometheus.GaugeOpts{Name: catalogue.ControllerAPIRequestsTotal.Name, Help: "something else"}))
 	if _, err := NewMetrics(reg); err == nil {
 		t.Fatal("registered over a different metric of the same name")
 	}

@@ -9,7 +9,7 @@
           {
             alert: "LoopwatchQueueBacklog",
             expr: "cluster_namespace_job_controller:workqueue_depth:sum > %(queueBacklogDepth)g\nand\ncluster_namespace_job_controller:workqueue_adds:rate5m > cluster_namespace_job_controller:workqueue_work_duration_seconds_count:rate5m" % $._config,
-            'for': "%(queueBacklogFor)s" % $._config,
+            [if "%(queueBacklogFor)s" % $._config != '0s' then 'for']: "%(queueBacklogFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "The work queue of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} holds {{ $value | humanize }} items and items are added faster than they are completed. Check reconcile latency, errors and worker saturation.",
@@ -20,7 +20,7 @@
           {
             alert: "LoopwatchQueueWaitHigh",
             expr: "(1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_bucket{%(controllerSelector)s, controller!=\"\", le=~\"%(queueWaitBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))\n)) > %(queueWaitShare)g\nand on (%(clusterLabel)s, namespace, job, controller)\nsum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\", priority!=\"-100\"}) > 0" % $._config,
-            'for': "%(queueWaitFor)s" % $._config,
+            [if "%(queueWaitFor)s" % $._config != '0s' then 'for']: "%(queueWaitFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "{{ $value | humanizePercentage }} of the items of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} waited more than %(queueWaitBucket)gs in the queue while normal-priority items are queued. Look for a resync or startup storm, or too few workers." % $._config,
@@ -31,7 +31,7 @@
           {
             alert: "LoopwatchReconcileSlow",
             expr: "(1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_bucket{%(controllerSelector)s, le=~\"%(reconcileLatencyBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s}[5m]))\n)) > %(reconcileLatencyShare)g" % $._config,
-            'for': "%(reconcileLatencyFor)s" % $._config,
+            [if "%(reconcileLatencyFor)s" % $._config != '0s' then 'for']: "%(reconcileLatencyFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "{{ $value | humanizePercentage }} of the reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} took longer than %(reconcileLatencyBucket)gs. Slow external calls or N+1 API reads are the usual causes." % $._config,
@@ -42,7 +42,7 @@
           {
             alert: "LoopwatchProcessorStuck",
             expr: "max by (%(clusterLabel)s, namespace, job, controller) (workqueue_longest_running_processor_seconds{%(controllerSelector)s, controller!=\"\"}) > %(processorStuckThreshold)g" % $._config,
-            'for': "%(processorStuckFor)s" % $._config,
+            [if "%(processorStuckFor)s" % $._config != '0s' then 'for']: "%(processorStuckFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "A worker of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has been processing one item for {{ $value | humanizeDuration }}. Look for a call without a timeout.",
@@ -53,7 +53,7 @@
           {
             alert: "LoopwatchReconcileErrors",
             expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m > %(reconcileErrorsThreshold)g" % $._config,
-            'for': "%(reconcileErrorsFor)s" % $._config,
+            [if "%(reconcileErrorsFor)s" % $._config != '0s' then 'for']: "%(reconcileErrorsFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "{{ $value | humanizePercentage }} of the reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} return an error. Read the controller's logs for the error.",
@@ -62,9 +62,20 @@
             },
           },
           {
+            alert: "LoopwatchReconcilePanics",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (increase(controller_runtime_reconcile_panics_total{%(controllerSelector)s}[10m])) > %(reconcilePanicsThreshold)g" % $._config,
+            [if "%(reconcilePanicsFor)s" % $._config != '0s' then 'for']: "%(reconcilePanicsFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} panicked {{ $value | printf \"%.0f\" }} times in the last 10 minutes. controller-runtime recovers each panic and retries the object with backoff: read the controller's logs for the stack trace.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchReconcilePanics.md" % $._config,
+              summary: "A controller's reconciles panic.",
+            },
+          },
+          {
             alert: "LoopwatchPatchRateHigh",
             expr: "cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=\"PATCH\"} > %(patchRateThreshold)g" % $._config,
-            'for': "%(patchRateFor)s" % $._config,
+            [if "%(patchRateFor)s" % $._config != '0s' then 'for']: "%(patchRateFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) sends {{ $value | printf \"%.2f\" }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy: compare with the audit exporter's writes by actor.",
@@ -74,19 +85,19 @@
           },
           {
             alert: "LoopwatchHotLoop",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(hotLoopReconcilesPerSecond)g\nand on (%(clusterLabel)s, namespace, job, controller)\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m < %(hotLoopFastSeconds)g\n  or\n  cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m < avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m[1d]) / %(hotLoopFasterThanUsual)g\n)\nand on (%(clusterLabel)s, namespace, job, controller)\n(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m{access=\"write\"})\n  or\n  (\n    sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) * 0\n    + on (%(clusterLabel)s, namespace, job) group_left ()\n    sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=~\"POST|PUT|PATCH|DELETE\"})\n    unless on (%(clusterLabel)s, namespace, job)\n    cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n  )\n) > %(hotLoopWritesPerSecond)g" % $._config,
-            'for': "%(hotLoopFor)s" % $._config,
+            expr: "(\nsum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(hotLoopReconcilesPerSecond)g\nand on (%(clusterLabel)s, namespace, job, controller)\ncluster_namespace_job_controller:controller_writes:rate5m / on (%(clusterLabel)s, namespace, job, controller) sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(hotLoopWritesPerReconcile)g\n)\nand on (%(clusterLabel)s, namespace, job, controller)\ncluster_namespace_job_controller:controller_writes:rate5m > %(hotLoopWritesPerSecond)g\nunless on (%(clusterLabel)s)\nsum by (%(clusterLabel)s) (rate(loopwatch_audit_batches_total{%(exporterSelector)s}[5m])) > 0\nor\n(\nsum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(hotLoopReconcilesPerSecond)g\nand on (%(clusterLabel)s, namespace, job, controller)\ncluster_namespace_job_controller:controller_writes:rate5m / on (%(clusterLabel)s, namespace, job, controller) sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(hotLoopWritesPerReconcile)g\n)\nand on (%(clusterLabel)s, namespace)\ncount by (%(clusterLabel)s, namespace) (label_replace(loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s, actor=~\"system:serviceaccount:.+\"}, \"namespace\", \"$1\", \"actor\", \"system:serviceaccount:([^:]+):.+\"))" % $._config,
+            [if "%(hotLoopFor)s" % $._config != '0s' then 'for']: "%(hotLoopFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} reconciles {{ $value | printf \"%.2f\" }} times per second, each much faster than usual, while its process keeps writing. A write that triggers its own watch event (an annotation with a timestamp, a status that always changes) re-queues the object forever.",
+              description: "The controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} reconciles {{ $value | printf \"%.2f\" }} times per second and writes on every reconcile, rewriting the same objects over and over: each write wakes it again. A value that changes on every pass (a timestamp annotation, a condition whose lastTransitionTime is set each time) keeps the loop going.",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotLoop.md" % $._config,
-              summary: "A controller looks stuck in a reconcile hot loop.",
+              summary: "A controller keeps re-triggering itself with its own writes.",
             },
           },
           {
             alert: "LoopwatchAPICallsPerReconcileHigh",
             expr: "(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m)\n  /\n  (sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m) > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n) > %(apiCallsPerReconcileThreshold)g\nor\n(\n  (\n    sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_method:rest_client_requests:rate5m)\n    /\n    (sum by (%(clusterLabel)s, namespace, job, pod) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m])) > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n  ) > %(apiCallsPerReconcileThreshold)g\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
-            'for': "%(apiCallsPerReconcileFor)s" % $._config,
+            [if "%(apiCallsPerReconcileFor)s" % $._config != '0s' then 'for']: "%(apiCallsPerReconcileFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "The {{ if $labels.controller }}controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }}{{ else }}pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}){{ end }} makes {{ $value | humanize }} API calls per reconcile. Read from the informer cache with field indexes instead of listing or getting per object.",
@@ -97,7 +108,7 @@
           {
             alert: "LoopwatchFinalizerStuck",
             expr: "max by (%(clusterLabel)s, namespace, job, controller, finalizer) (loopwatch_controller_finalizer_oldest_pending_seconds{%(controllerSelector)s}) > %(finalizerStuckThreshold)g" % $._config,
-            'for': "%(finalizerStuckFor)s" % $._config,
+            [if "%(finalizerStuckFor)s" % $._config != '0s' then 'for']: "%(finalizerStuckFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "The oldest object being deleted that still carries finalizer {{ $labels.finalizer }} of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has waited {{ $value | humanizeDuration }}. The clean-up the finalizer guards is failing or has no timeout.",
@@ -108,7 +119,7 @@
           {
             alert: "LoopwatchWorkqueueMetricsMissing",
             expr: "count by (%(clusterLabel)s, namespace, job, pod, controller) (controller_runtime_reconcile_total{%(controllerSelector)s})\nunless on (%(clusterLabel)s, namespace, job, pod, controller)\ncount by (%(clusterLabel)s, namespace, job, pod, controller) (workqueue_adds_total{%(controllerSelector)s})" % $._config,
-            'for': "%(workqueueMetricsMissingFor)s" % $._config,
+            [if "%(workqueueMetricsMissingFor)s" % $._config != '0s' then 'for']: "%(workqueueMetricsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) exports reconcile metrics for controller {{ $labels.controller }} but no workqueue_* series: another workqueue metrics provider was registered before controller-runtime's. Queue depth and wait alerts cannot fire for it.",
@@ -119,7 +130,7 @@
           {
             alert: "LoopwatchControllerMetricsMissing",
             expr: "up{%(controllerTargetsSelector)s} == 1\nunless on (%(clusterLabel)s, job, instance)\ncount by (%(clusterLabel)s, job, instance) (controller_runtime_reconcile_total{%(controllerTargetsSelector)s})\nunless on (%(clusterLabel)s, job, instance)\nmax by (%(clusterLabel)s, job, instance) (leader_election_master_status{%(controllerTargetsSelector)s}) == 0" % $._config,
-            'for': "%(controllerMetricsMissingFor)s" % $._config,
+            [if "%(controllerMetricsMissingFor)s" % $._config != '0s' then 'for']: "%(controllerMetricsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller_runtime_reconcile_total: its controllers did not start, or their metrics go to another registry.",
@@ -136,7 +147,7 @@
           {
             alert: "LoopwatchLeaderMissing",
             expr: "sum by (%(clusterLabel)s, namespace, job, name) (leader_election_master_status{%(controllerSelector)s}) < 1" % $._config,
-            'for': "%(leaderMissingFor)s" % $._config,
+            [if "%(leaderMissingFor)s" % $._config != '0s' then 'for']: "%(leaderMissingFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
               description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} holds lease {{ $labels.name }}: nothing reconciles. Check the replicas' logs for lease renewal errors and the API server's health.",
@@ -147,7 +158,7 @@
           {
             alert: "LoopwatchLeaderMultiple",
             expr: "sum by (%(clusterLabel)s, namespace, job, name) (leader_election_master_status{%(controllerSelector)s}) > 1" % $._config,
-            'for': "%(leaderMultipleFor)s" % $._config,
+            [if "%(leaderMultipleFor)s" % $._config != '0s' then 'for']: "%(leaderMultipleFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
               description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object: check that they use the same lease name and namespace, and that clocks agree.",
@@ -158,7 +169,7 @@
           {
             alert: "LoopwatchLeaderFlapping",
             expr: "sum by (%(clusterLabel)s, namespace, job, name) (changes(leader_election_master_status{%(controllerSelector)s}[1h])) > %(leaderFlappingThreshold)g" % $._config,
-            'for': "%(leaderFlappingFor)s" % $._config,
+            [if "%(leaderFlappingFor)s" % $._config != '0s' then 'for']: "%(leaderFlappingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "Leadership of lease {{ $labels.name }} in {{ $labels.namespace }}/{{ $labels.job }} changed {{ $value }} times in the last hour. Replicas that crash or miss renewals (CPU throttling, slow API server) hand the lease back and forth; each handover restarts every informer.",
@@ -175,7 +186,7 @@
           {
             alert: "LoopwatchErrorBudgetBurnFast",
             expr: "(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m > (14.4 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1h > (14.4 * (1 - %(errorBudgetBurnObjective)g))\n)\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate30m > (6 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h > (6 * (1 - %(errorBudgetBurnObjective)g))\n)" % $._config,
-            'for': "%(errorBudgetBurnPageFor)s" % $._config,
+            [if "%(errorBudgetBurnPageFor)s" % $._config != '0s' then 'for']: "%(errorBudgetBurnPageFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
               description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} fail at {{ $value | humanizePercentage }}: at this rate the error budget of the reconcile success objective is gone within days.",
@@ -186,7 +197,7 @@
           {
             alert: "LoopwatchErrorBudgetBurnSlow",
             expr: "(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h > (3 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d > (3 * (1 - %(errorBudgetBurnObjective)g))\n)\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h > (1 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d > (1 * (1 - %(errorBudgetBurnObjective)g))\n)" % $._config,
-            'for': "%(errorBudgetBurnTicketFor)s" % $._config,
+            [if "%(errorBudgetBurnTicketFor)s" % $._config != '0s' then 'for']: "%(errorBudgetBurnTicketFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} fail at {{ $value | humanizePercentage }} over hours: the error budget of the reconcile success objective will not last the month.",
@@ -202,22 +213,22 @@
         rules: [
           {
             alert: "LoopwatchWriteFight",
-            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor_a, actor_b) (loopwatch_audit_fight_handoffs{%(exporterSelector)s}) >= %(writeFightThreshold)g" % $._config,
-            'for': "%(writeFightFor)s" % $._config,
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor_a, actor_b, mutating_webhook) (loopwatch_audit_fight_handoffs{%(exporterSelector)s}) >= %(writeFightThreshold)g" % $._config,
+            [if "%(writeFightFor)s" % $._config != '0s' then 'for']: "%(writeFightFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other (seed 004: two controllers fighting over a ServiceAccount's annotations). Find which field both set: kubectl get --show-managed-fields, and the writes-by-actor panel.",
+              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
               runbook_url: "%(runbookBaseURL)sLoopwatchWriteFight.md" % $._config,
               summary: "Two actors keep overwriting each other's writes to one object.",
             },
           },
           {
             alert: "LoopwatchHotObject",
-            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s}) > %(hotObjectThreshold)g" % $._config,
-            'for': "%(hotObjectFor)s" % $._config,
+            expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor, mutating_webhook) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s}) > %(hotObjectThreshold)g" % $._config,
+            [if "%(hotObjectFor)s" % $._config != '0s' then 'for']: "%(hotObjectFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself (seed 002).",
+              description: "{{ $labels.actor }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotObject.md" % $._config,
               summary: "One actor rewrites one object at a high rate.",
             },
@@ -225,10 +236,10 @@
           {
             alert: "LoopwatchReplicaRace",
             expr: "max by (%(clusterLabel)s, group, resource, subresource, object_namespace, object_name, actor) (loopwatch_audit_replica_race_pods{%(exporterSelector)s}) >= %(replicaRaceThreshold)g" % $._config,
-            'for': "%(replicaRaceFor)s" % $._config,
+            [if "%(replicaRaceFor)s" % $._config != '0s' then 'for']: "%(replicaRaceFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $value }} pods of {{ $labels.actor }} wrote {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease (seed 000).",
+              description: "{{ $value }} pods of {{ $labels.actor }} wrote {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease.",
               runbook_url: "%(runbookBaseURL)sLoopwatchReplicaRace.md" % $._config,
               summary: "Several replicas of one controller write the same object.",
             },
@@ -236,7 +247,7 @@
           {
             alert: "LoopwatchConflictStorm",
             expr: "cluster_actor_group_resource:loopwatch_audit_conflicts:rate5m > %(conflictStormThreshold)g" % $._config,
-            'for': "%(conflictStormFor)s" % $._config,
+            [if "%(conflictStormFor)s" % $._config != '0s' then 'for']: "%(conflictStormFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "{{ $labels.actor }} gets {{ $value | printf \"%.2f\" }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects.",
@@ -246,19 +257,19 @@
           },
           {
             alert: "LoopwatchRelistStorm",
-            expr: "sum by (%(clusterLabel)s, actor, group, resource) (cluster_actor_verb_group_resource:loopwatch_audit_reads:rate5m{verb=\"list\"}) > %(relistStormThreshold)g" % $._config,
-            'for': "%(relistStormFor)s" % $._config,
+            expr: "sum by (%(clusterLabel)s, actor, group, resource) (cluster_actor_verb_group_resource:loopwatch_audit_initial_lists:rate5m) > %(relistStormThreshold)g" % $._config,
+            [if "%(relistStormFor)s" % $._config != '0s' then 'for']: "%(relistStormFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} lists {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second. Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server (seed 004). Needs an audit policy that records list at Metadata level.",
+              description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list and watch at Metadata level.",
               runbook_url: "%(runbookBaseURL)sLoopwatchRelistStorm.md" % $._config,
-              summary: "An actor lists a resource at a high rate.",
+              summary: "An actor relists a resource at a high rate.",
             },
           },
           {
             alert: "LoopwatchAuditExporterNotReceiving",
             expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_batches_total{%(exporterSelector)s}[10m])) == 0\nor\nmax by (%(clusterLabel)s, namespace, job) (up{%(exporterSelector)s}) == 0" % $._config,
-            'for': "%(exporterNotReceivingFor)s" % $._config,
+            [if "%(exporterNotReceivingFor)s" % $._config != '0s' then 'for']: "%(exporterNotReceivingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} received no audit batch for 10 minutes, or is down: fights, hot objects and races go unseen. Check the API server's --audit-webhook-config-file, the webhook's client certificate, and apiserver_audit_error_total.",
@@ -268,11 +279,11 @@
           },
           {
             alert: "LoopwatchAuditExporterDropping",
-            expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_requests_total{%(exporterSelector)s, outcome=\"rejected\"}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_dropped_events_total{%(exporterSelector)s}[5m])) > %(exporterDroppingThreshold)g" % $._config,
-            'for': "%(exporterDroppingFor)s" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_requests_total{%(exporterSelector)s, outcome=\"rejected\"}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_dropped_events_total{%(exporterSelector)s}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_source_deliveries_total{%(exporterSelector)s, outcome=\"rejected\"}[5m])) > %(exporterDroppingThreshold)g\nor\nsum by (%(clusterLabel)s, namespace, job) (rate(loopwatch_audit_source_records_total{%(exporterSelector)s, reason=~\"unmappable|truncated|malformed|too_large\"}[5m])) > %(exporterDroppingThreshold)g" % $._config,
+            [if "%(exporterDroppingFor)s" % $._config != '0s' then 'for']: "%(exporterDroppingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects webhook requests or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total by reason. The API server retries a rejected batch 4 times, then drops it.",
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterDropping.md" % $._config,
               summary: "The audit exporter rejects or drops audit data.",
             },
@@ -280,12 +291,51 @@
           {
             alert: "LoopwatchAuditWebhookErrors",
             expr: "sum by (%(clusterLabel)s, job, instance) (rate(apiserver_audit_error_total{%(apiserverSelector)s, plugin=~\"webhook|buffered\"}[5m])) > %(auditWebhookErrorsThreshold)g" % $._config,
-            'for': "%(auditWebhookErrorsFor)s" % $._config,
+            [if "%(auditWebhookErrorsFor)s" % $._config != '0s' then 'for']: "%(auditWebhookErrorsFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
               description: "kube-apiserver {{ $labels.instance }} drops {{ $value | printf \"%.2f\" }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditWebhookErrors.md" % $._config,
               summary: "The API server fails to deliver audit events.",
+            },
+          },
+        ],
+      },
+      {
+        name: "loopwatch.apf.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
+            alert: "LoopwatchAPFRequestsRejected",
+            expr: "sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m{flow_schema=~\"loopwatch-.+\"})\n/\n(\n  sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m{flow_schema=~\"loopwatch-.+\"})\n  + cluster_priority_level_flow_schema:apiserver_flowcontrol_dispatched_requests:rate5m{flow_schema=~\"loopwatch-.+\"}\n  or\n  sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m{flow_schema=~\"loopwatch-.+\"})\n)\n> %(apfRejectedShare)g" % $._config,
+            [if "%(apfRejectedFor)s" % $._config != '0s' then 'for']: "%(apfRejectedFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "API Priority and Fairness rejects {{ $value | humanizePercentage }} of the requests of the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}) with 429 Too Many Requests: the priority level's seats are busy and the controller's queues are full, or its requests time out in them. The controller slows down and retries.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchAPFRequestsRejected.md" % $._config,
+              summary: "The API server rejects a controller's requests.",
+            },
+          },
+          {
+            alert: "LoopwatchAPFQueueWaitHigh",
+            expr: "1 - (\n  sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_le:apiserver_flowcontrol_request_wait_duration_seconds_bucket:rate5m{flow_schema=~\"loopwatch-.+\", le=~\"%(apfQueueWaitBucket)g(\\\\.0)?\"})\n  /\n  sum by (%(clusterLabel)s, priority_level, flow_schema) (cluster_priority_level_flow_schema_le:apiserver_flowcontrol_request_wait_duration_seconds_bucket:rate5m{flow_schema=~\"loopwatch-.+\", le=\"+Inf\"})\n) > %(apfQueueWaitShare)g" % $._config,
+            [if "%(apfQueueWaitFor)s" % $._config != '0s' then 'for']: "%(apfQueueWaitFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "{{ $value | humanizePercentage }} of the requests of the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}) waited more than %(apfQueueWaitBucket)gs in API Priority and Fairness queues: every seat of the priority level is busy. Look for the FlowSchemas that fill the level, and for what makes this controller send more than usual." % $._config,
+              runbook_url: "%(runbookBaseURL)sLoopwatchAPFQueueWaitHigh.md" % $._config,
+              summary: "A controller's requests wait long in the API server's queues.",
+            },
+          },
+          {
+            alert: "LoopwatchAPFRequestRateHigh",
+            expr: "cluster_priority_level_flow_schema:apiserver_flowcontrol_dispatched_requests:rate5m{flow_schema=~\"loopwatch-.+\"} > %(apfRequestRateThreshold)g" % $._config,
+            [if "%(apfRequestRateFor)s" % $._config != '0s' then 'for']: "%(apfRequestRateFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "The API server executes {{ $value | printf \"%.1f\" }} requests per second for the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}). A controller reading from its cache sends few: look for reads per reconcile (N+1), writes that re-trigger reconciles, or relists.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchAPFRequestRateHigh.md" % $._config,
+              summary: "A controller sends many requests to the API server.",
             },
           },
         ],

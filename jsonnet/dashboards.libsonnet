@@ -219,7 +219,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "A queue grows while adds outpace completions (work_duration count).",
+          "description": "A queue grows while adds outpace completions (work_duration count). Alerts: LoopwatchQueueBacklog, LoopwatchWorkqueueMetricsMissing.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -403,7 +403,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "How long the oldest in-flight reconcile has been running (a gauge).",
+          "description": "How long the oldest in-flight reconcile has been running (a gauge). Alerts: LoopwatchProcessorStuck.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -502,7 +502,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Time items spent in the queue before a worker picked them up.",
+          "description": "Time items spent in the queue before a worker picked them up. Alerts: LoopwatchQueueWaitHigh.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -688,7 +688,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "requeue_after is a healthy scheduled requeue; error is a failed reconcile.",
+          "description": "requeue_after is a healthy scheduled requeue; error is a failed reconcile. Alerts: LoopwatchReconcileErrors, LoopwatchHotLoop, LoopwatchControllerMetricsMissing, LoopwatchErrorBudgetBurnFast, LoopwatchErrorBudgetBurnSlow.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -775,7 +775,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "reconcile_errors_total includes terminal errors, which are not retried.",
+          "description": "reconcile_errors_total includes terminal errors, which are not retried. Alerts: LoopwatchReconcilePanics.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -894,6 +894,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Alerts: LoopwatchReconcileSlow.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -954,7 +955,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "A p50 far below usual with a high reconcile rate is seed 002's hot loop.",
+          "description": "A p50 far below usual with a high reconcile rate: a controller re-triggering itself with writes that change nothing.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1158,7 +1159,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "From loopwatch's instrument package; empty for uninstrumented controllers.",
+          "description": "From loopwatch's instrument package; empty for uninstrumented controllers. Alerts: LoopwatchFinalizerStuck.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1350,7 +1351,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Seed 002's line: above 10/s sustained a controller is likely patching in a loop.",
+          "description": "Sustained above %(patchRateThreshold)g/s, a controller is most likely patching in a loop. Alerts: LoopwatchPatchRateHigh." % $._config,
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1437,7 +1438,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Per controller where instrumented (loopwatch instrument package), per process otherwise.",
+          "description": "Per controller where instrumented (loopwatch instrument package), per process otherwise. Alerts: LoopwatchAPICallsPerReconcileHigh.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1639,7 +1640,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Exactly one pod should report 1 per lease.",
+          "description": "Exactly one pod should report 1 per lease. Alerts: LoopwatchLeaderMissing, LoopwatchLeaderMultiple, LoopwatchLeaderFlapping.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -1988,7 +1989,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 14,
+          "id": 15,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -2291,7 +2292,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Updates from stale reads, or two writers racing for the same objects.",
+          "description": "Updates from stale reads, or two writers racing for the same objects. Alerts: LoopwatchConflictStorm.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -2434,7 +2435,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Objects written alternately by two actors at least N times within the fight window (value: handoffs).",
+          "description": "Objects written alternately by two actors at least N times within the fight window (value: handoffs), with the field manager each writes under and the mutating admission webhook that changed their writes, when one did. Alerts: LoopwatchWriteFight.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -2454,7 +2455,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (resource, subresource, object_namespace, object_name, actor_a, actor_b) (loopwatch_audit_fight_handoffs{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"})" % $._config,
+              "expr": "sum by (resource, subresource, object_namespace, object_name, actor_a, actor_b, field_manager_a, field_manager_b, mutating_webhook) (loopwatch_audit_fight_handoffs{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"})" % $._config,
               "format": "table",
               "instant": true,
               "refId": "",
@@ -2471,7 +2472,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "One actor rewriting one object faster than the threshold (value: writes per second).",
+          "description": "One actor rewriting one object faster than the threshold (value: writes per second), with the field manager it writes under and the mutating admission webhook that changed its writes, when one did. Alerts: LoopwatchHotObject.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -2491,7 +2492,7 @@
                 "type": "prometheus",
                 "uid": "${datasource}",
               },
-              "expr": "sum by (resource, subresource, object_namespace, object_name, actor) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"})" % $._config,
+              "expr": "sum by (resource, subresource, object_namespace, object_name, actor, field_manager, mutating_webhook) (loopwatch_audit_hot_object_writes_per_second{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"})" % $._config,
               "format": "table",
               "instant": true,
               "refId": "",
@@ -2508,7 +2509,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Objects written by several pods of one actor within the race window (value: pods).",
+          "description": "Objects written by several pods of one actor within the race window (value: pods). Alerts: LoopwatchReplicaRace.",
           "editable": false,
           "error": false,
           "gridPos": {
@@ -2659,7 +2660,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Relist storms (seed 004). Needs an audit policy that records list and watch.",
+          "description": "Requests that load a whole collection: LISTs, and WATCHes with sendInitialEvents=true (WatchList, how client-go from 1.35 lists). An informer makes one when it starts and one per relist after its watch expires (410 Gone); a steady rate is a relist storm. Needs an audit policy that records list and watch. Alerts: LoopwatchRelistStorm.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -2713,6 +2714,93 @@
             "y": 54,
           },
           "id": 13,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (actor, verb, resource) (rate(loopwatch_audit_initial_lists_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\", actor=~\"$actor\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{actor}} {{verb}} {{resource}}",
+              "refId": "",
+            },
+          ],
+          "title": "Initial lists (relists) by actor",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Every list and watch; informers renew each watch every 5 to 10 minutes. Needs an audit policy that records list and watch.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "ops",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 62,
+          },
+          "id": 14,
           "isNew": false,
           "options": {
             "legend": {
@@ -2977,7 +3065,7 @@
             "x": 0,
             "y": 0,
           },
-          "id": 11,
+          "id": 16,
           "isNew": false,
           "mode": "markdown",
           "options": {
@@ -3021,7 +3109,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Rejected requests are retried by the API server 4 more times, then its events are dropped.",
+          "description": "Rejected requests are retried by the API server 4 more times, then their events are dropped. too_large and too_many_events: batches over the exporter's limits (turn on the API server's --audit-webhook-truncate-enabled with a max event size that keeps batches below them); slow_body: a sender cut off below the minimum transfer rate; overloaded: no room or slot within the queue wait. Alerts: LoopwatchAuditExporterDropping.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3108,7 +3196,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "duplicate: a retried batch (deduplicated on auditID and stage).",
+          "description": "duplicate: an event seen before (a retried batch); unattributable: no verb or user; ignored_stage: not the stage that completes a request.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3195,6 +3283,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Alerts: LoopwatchAuditExporterNotReceiving.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3367,6 +3456,190 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
+          "description": "Webhook bodies received: the largest should stay well below the exporter's --max-body-bytes.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "bytes",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 6,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.5, sum by (le) (rate(loopwatch_audit_request_bytes_bucket{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "p50",
+              "refId": "",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.99, sum by (le) (rate(loopwatch_audit_request_bytes_bucket{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "p99",
+              "refId": "",
+            },
+          ],
+          "title": "Batch size",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "/metrics takes the webhook's or the scrape credentials: a Prometheus without them is refused here (and its target is down).",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "reqps",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 20,
+          },
+          "id": 7,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (reason) (rate(loopwatch_audit_scrapes_refused_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Refused scrapes of /metrics",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
           "description": "decode: decoding and tracking a batch; request: the whole webhook request, receiving and decrypting the body included.",
           "editable": false,
           "error": false,
@@ -3418,9 +3691,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 20,
+            "y": 28,
           },
-          "id": 6,
+          "id": 8,
           "isNew": false,
           "options": {
             "legend": {
@@ -3474,7 +3747,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "apiserver_audit_error_total: events the API server could not deliver (webhook) or buffer (buffered).",
+          "description": "apiserver_audit_error_total: events the API server could not deliver (webhook) or buffer (buffered). Alerts: LoopwatchAuditWebhookErrors.",
           "editable": false,
           "error": false,
           "fieldConfig": {
@@ -3525,9 +3798,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 20,
+            "y": 28,
           },
-          "id": 7,
+          "id": 9,
           "isNew": false,
           "options": {
             "legend": {
@@ -3564,9 +3837,201 @@
             "h": 1,
             "w": 24,
             "x": 0,
-            "y": 28,
+            "y": 36,
           },
-          "id": 8,
+          "id": 10,
+          "isNew": false,
+          "panels": [],
+          "span": 0,
+          "title": "Managed-cluster sources",
+          "transparent": false,
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Deliveries from EKS (Firehose requests), GKE (Pub/Sub pushes) and AKS (Event Hub events). Firehose and Pub/Sub retry what is rejected; duplicate: a Firehose request ID or Pub/Sub message ID accepted before, acknowledged again and not counted twice.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "reqps",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 37,
+          },
+          "id": 11,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (source, outcome, reason) (rate(loopwatch_audit_source_deliveries_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{source}} {{outcome}} {{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Source deliveries by outcome and reason",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "decoded: an audit event; control_message: a CloudWatch Logs health check; not_audit: another log's record; unmappable: a GKE entry that cannot be mapped without guessing; truncated: cut by CloudWatch Logs at 256 KB; malformed; too_large.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "ops",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 37,
+          },
+          "id": 12,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (source, reason) (rate(loopwatch_audit_source_records_total{%(exporterSelector)s, %(clusterLabel)s=~\"$cluster\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{source}} {{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Source records by what became of them",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "collapsed": false,
+          "editable": false,
+          "error": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 45,
+          },
+          "id": 13,
           "isNew": false,
           "panels": [],
           "span": 0,
@@ -3629,9 +4094,9 @@
             "h": 8,
             "w": 12,
             "x": 0,
-            "y": 29,
+            "y": 46,
           },
-          "id": 9,
+          "id": 14,
           "isNew": false,
           "options": {
             "legend": {
@@ -3736,9 +4201,9 @@
             "h": 8,
             "w": 12,
             "x": 12,
-            "y": 29,
+            "y": 46,
           },
-          "id": 10,
+          "id": 15,
           "isNew": false,
           "options": {
             "legend": {
@@ -3852,6 +4317,918 @@
       "timezone": "utc",
       "title": "loopwatch / Audit exporter health",
       "uid": "%(exporterDashboardUID)s" % $._config,
+      "version": 1,
+    },
+    "loopwatch-apf.json": {
+      "__comment": "Code generated by loopwatch. DO NOT EDIT.",
+      "__inputs": [
+        {
+          "description": "",
+          "label": "Prometheus",
+          "name": "DS_PROMETHEUS",
+          "pluginId": "prometheus",
+          "pluginName": "Prometheus",
+          "type": "datasource",
+        },
+      ],
+      "__requires": [
+        {
+          "id": "prometheus",
+          "name": "Prometheus",
+          "type": "datasource",
+          "version": "1.0.0",
+        },
+        {
+          "id": "grafana",
+          "name": "Grafana",
+          "type": "grafana",
+          "version": "10.0.0",
+        },
+      ],
+      "annotations": {
+        "list": [],
+      },
+      "editable": true,
+      "graphTooltip": 1,
+      "hideControls": false,
+      "links": [],
+      "originalTitle": "",
+      "panels": [
+        {
+          "content": "Each controller named in the generator's apf.controllers has its own API Priority and Fairness FlowSchema (loopwatch-<name>, on the priority level it had before): the API server's own metrics then say what each controller costs it, whether it waits for a seat and whether it is turned away, with no audit pipeline. Alerts: the loopwatch.apf rule group.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "mode": "",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "",
+            },
+          },
+          "gridPos": {
+            "h": 3,
+            "w": 24,
+            "x": 0,
+            "y": 0,
+          },
+          "id": 10,
+          "isNew": false,
+          "mode": "markdown",
+          "options": {
+            "content": "",
+            "mode": "",
+          },
+          "pageSize": 0,
+          "renderer": "flot",
+          "scroll": false,
+          "showHeader": false,
+          "sort": {
+            "col": 0,
+            "desc": false,
+          },
+          "span": 0,
+          "styles": null,
+          "title": "",
+          "transparent": false,
+          "type": "text",
+        },
+        {
+          "collapsed": false,
+          "editable": false,
+          "error": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 3,
+          },
+          "id": 1,
+          "isNew": false,
+          "panels": [],
+          "span": 0,
+          "title": "Requests",
+          "transparent": false,
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests per second the API server executed for each controller's FlowSchema (a WATCH counts once, when it starts). Alerts: LoopwatchAPFRequestRateHigh.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "reqps",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 4,
+          },
+          "id": 2,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (flow_schema, priority_level) (rate(apiserver_flowcontrol_dispatched_requests_total{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{flow_schema}} ({{priority_level}})",
+              "refId": "",
+            },
+          ],
+          "title": "Requests by controller",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Each controller's share of the requests its priority level executed. The level's other FlowSchemas (service-accounts, kube-system-service-accounts, ...) compete for the same seats.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "percentunit",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 4,
+          },
+          "id": 3,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (flow_schema, priority_level) (rate(apiserver_flowcontrol_dispatched_requests_total{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"}[$__rate_interval]))\n/ on (priority_level) group_left ()\nsum by (priority_level) (rate(apiserver_flowcontrol_dispatched_requests_total{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", priority_level=~\"$priority_level\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{flow_schema}} ({{priority_level}})",
+              "refId": "",
+            },
+          ],
+          "title": "Share of the priority level",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests answered 429 Too Many Requests. queue-full: every queue the request could join was full; time-out: it waited too long in its queue; concurrency-limit: a priority level that rejects instead of queuing had no free seat. Alerts: LoopwatchAPFRequestsRejected.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "reqps",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 12,
+          },
+          "id": 4,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (flow_schema, priority_level, reason) (rate(apiserver_flowcontrol_rejected_requests_total{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"}[$__rate_interval]))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{flow_schema}} ({{priority_level}}) {{reason}}",
+              "refId": "",
+            },
+          ],
+          "title": "Rejected requests by controller and reason",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests of each controller running now (a WATCH only while it sends its initial events).",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "short",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 12,
+          },
+          "id": 5,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (flow_schema, priority_level) (apiserver_flowcontrol_current_executing_requests{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"})" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{flow_schema}} ({{priority_level}})",
+              "refId": "",
+            },
+          ],
+          "title": "Requests executing by controller",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "collapsed": false,
+          "editable": false,
+          "error": false,
+          "gridPos": {
+            "h": 1,
+            "w": 24,
+            "x": 0,
+            "y": 20,
+          },
+          "id": 6,
+          "isNew": false,
+          "panels": [],
+          "span": 0,
+          "title": "Queueing",
+          "transparent": false,
+          "type": "row",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Exact share of each controller's requests that waited more than %(apfQueueWaitBucket)gs in an API Priority and Fairness queue before they ran (a bucket bound: no interpolation). Alerts: LoopwatchAPFQueueWaitHigh." % $._config,
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "percentunit",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 0,
+            "y": 21,
+          },
+          "id": 7,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "1 - (sum by (flow_schema, priority_level) (rate(apiserver_flowcontrol_request_wait_duration_seconds_bucket{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", le=~\"%(apfQueueWaitBucket)g(\\\\.0)?\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"}[$__rate_interval]))\n/\nsum by (flow_schema, priority_level) (rate(apiserver_flowcontrol_request_wait_duration_seconds_count{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{flow_schema}} ({{priority_level}})",
+              "refId": "",
+            },
+          ],
+          "title": "Requests that waited longer than the alert's bucket",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Interpolated inside the histogram's buckets: read the share panel for exact counts.",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "s",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 12,
+            "x": 12,
+            "y": 21,
+          },
+          "id": 8,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.5, sum by (flow_schema, priority_level, le) (rate(apiserver_flowcontrol_request_wait_duration_seconds_bucket{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{flow_schema}} ({{priority_level}}) p50",
+              "refId": "",
+            },
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "histogram_quantile(0.99, sum by (flow_schema, priority_level, le) (rate(apiserver_flowcontrol_request_wait_duration_seconds_bucket{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"}[$__rate_interval])))" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{flow_schema}} ({{priority_level}}) p99",
+              "refId": "",
+            },
+          ],
+          "title": "Queue wait quantiles",
+          "transparent": false,
+          "type": "timeseries",
+        },
+        {
+          "datasource": {
+            "type": "prometheus",
+            "uid": "${datasource}",
+          },
+          "description": "Requests of each controller waiting for a seat now (none on a priority level that rejects instead of queuing).",
+          "editable": false,
+          "error": false,
+          "fieldConfig": {
+            "defaults": {
+              "color": {
+                "fixedColor": "green",
+                "mode": "palette-classic",
+                "seriesBy": "last",
+              },
+              "custom": {
+                "axisPlacement": "",
+                "barAlignment": 0,
+                "drawStyle": "",
+                "fillOpacity": 0,
+                "gradientMode": "",
+                "hideFrom": {
+                  "legend": false,
+                  "tooltip": false,
+                  "viz": false,
+                },
+                "lineInterpolation": "",
+                "lineStyle": {
+                  "fill": "",
+                },
+                "lineWidth": 0,
+                "pointSize": 0,
+                "scaleDistribution": {
+                  "type": "",
+                },
+                "showPoints": "",
+                "spanNulls": false,
+                "stacking": {
+                  "group": "",
+                  "mode": "",
+                },
+                "thresholdsStyle": {
+                  "mode": "",
+                },
+              },
+              "thresholds": {
+                "mode": "",
+                "steps": null,
+              },
+              "unit": "short",
+            },
+          },
+          "gridPos": {
+            "h": 8,
+            "w": 24,
+            "x": 0,
+            "y": 29,
+          },
+          "id": 9,
+          "isNew": false,
+          "options": {
+            "legend": {
+              "calcs": [],
+              "displayMode": "list",
+              "placement": "bottom",
+            },
+            "tooltip": {
+              "mode": "multi",
+            },
+          },
+          "span": 0,
+          "targets": [
+            {
+              "datasource": {
+                "type": "prometheus",
+                "uid": "${datasource}",
+              },
+              "expr": "sum by (flow_schema, priority_level) (apiserver_flowcontrol_current_inqueue_requests{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", flow_schema=~\"$flow_schema\", priority_level=~\"$priority_level\"})" % $._config,
+              "format": "time_series",
+              "legendFormat": "{{flow_schema}} ({{priority_level}})",
+              "refId": "",
+            },
+          ],
+          "title": "Requests in queue by controller",
+          "transparent": false,
+          "type": "timeseries",
+        },
+      ],
+      "refresh": "30s",
+      "rows": null,
+      "schemaVersion": 39,
+      "sharedCrosshair": false,
+      "slug": "",
+      "style": "dark",
+      "tags": [
+        "loopwatch",
+        "kubernetes-controllers",
+      ],
+      "templating": {
+        "list": [
+          {
+            "allFormat": "",
+            "allValue": "",
+            "current": {
+              "text": [
+                "${DS_PROMETHEUS}",
+              ],
+              "value": "${DS_PROMETHEUS}",
+            },
+            "datasource": null,
+            "hide": 0,
+            "includeAll": false,
+            "label": "Data source",
+            "multi": false,
+            "multiFormat": "",
+            "name": "datasource",
+            "options": [],
+            "query": "prometheus",
+            "refresh": false,
+            "regex": "",
+            "sort": 0,
+            "type": "datasource",
+          },
+          {
+            "allFormat": "",
+            "allValue": ".*",
+            "current": {
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "hide": 0,
+            "includeAll": true,
+            "label": "Cluster",
+            "multi": true,
+            "multiFormat": "",
+            "name": "cluster",
+            "options": [],
+            "query": {
+              "query": "label_values(apiserver_flowcontrol_dispatched_requests_total{%(apiserverSelector)s}, %(clusterLabel)s)" % $._config,
+              "refId": "PrometheusVariableQueryEditor-VariableQuery",
+            },
+            "refresh": 2,
+            "regex": "",
+            "sort": 1,
+            "type": "query",
+          },
+          {
+            "allFormat": "",
+            "allValue": ".*",
+            "current": {
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "hide": 0,
+            "includeAll": true,
+            "label": "Priority level",
+            "multi": true,
+            "multiFormat": "",
+            "name": "priority_level",
+            "options": [],
+            "query": {
+              "query": "label_values(apiserver_flowcontrol_dispatched_requests_total{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\"}, priority_level)" % $._config,
+              "refId": "PrometheusVariableQueryEditor-VariableQuery",
+            },
+            "refresh": 2,
+            "regex": "",
+            "sort": 1,
+            "type": "query",
+          },
+          {
+            "allFormat": "",
+            "allValue": ".*",
+            "current": {
+              "text": [
+                "All",
+              ],
+              "value": [
+                "$__all",
+              ],
+            },
+            "datasource": {
+              "type": "prometheus",
+              "uid": "${datasource}",
+            },
+            "hide": 0,
+            "includeAll": true,
+            "label": "Controller (FlowSchema)",
+            "multi": true,
+            "multiFormat": "",
+            "name": "flow_schema",
+            "options": [],
+            "query": {
+              "query": "label_values(apiserver_flowcontrol_dispatched_requests_total{%(apiserverSelector)s, %(clusterLabel)s=~\"$cluster\", flow_schema=~\"loopwatch-.+\", priority_level=~\"$priority_level\"}, flow_schema)" % $._config,
+              "refId": "PrometheusVariableQueryEditor-VariableQuery",
+            },
+            "refresh": 2,
+            "regex": "",
+            "sort": 1,
+            "type": "query",
+          },
+        ],
+      },
+      "time": {
+        "from": "now-3h",
+        "to": "now",
+      },
+      "timepicker": {
+        "refresh_intervals": [
+          "30s",
+          "1m",
+          "5m",
+          "15m",
+        ],
+        "time_options": [],
+      },
+      "timezone": "utc",
+      "title": "loopwatch / API server load per controller (APF)",
+      "uid": "%(apfDashboardUID)s" % $._config,
       "version": 1,
     },
   },

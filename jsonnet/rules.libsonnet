@@ -38,6 +38,10 @@
             record: "cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, controller, access) (rate(loopwatch_controller_api_requests_total{%(controllerSelector)s}[5m]))" % $._config,
           },
+          {
+            record: "cluster_namespace_job_controller:controller_writes:rate5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m{access=\"write\"})\nor\n(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m)\n  / on (%(clusterLabel)s, namespace, job) group_left ()\n  sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m)\n  * on (%(clusterLabel)s, namespace, job) group_left ()\n  sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=~\"POST|PUT|PATCH|DELETE\"})\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
+          },
         ],
       },
       {
@@ -89,6 +93,28 @@
           {
             record: "cluster_actor_verb_group_resource:loopwatch_audit_reads:rate5m",
             expr: "sum by (%(clusterLabel)s, actor, verb, group, resource) (rate(loopwatch_audit_reads_total{%(exporterSelector)s}[5m]))" % $._config,
+          },
+          {
+            record: "cluster_actor_verb_group_resource:loopwatch_audit_initial_lists:rate5m",
+            expr: "sum by (%(clusterLabel)s, actor, verb, group, resource) (rate(loopwatch_audit_initial_lists_total{%(exporterSelector)s}[5m]))" % $._config,
+          },
+        ],
+      },
+      {
+        name: "loopwatch.apf.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
+            record: "cluster_priority_level_flow_schema:apiserver_flowcontrol_dispatched_requests:rate5m",
+            expr: "sum by (%(clusterLabel)s, priority_level, flow_schema) (rate(apiserver_flowcontrol_dispatched_requests_total{%(apiserverSelector)s}[5m]))" % $._config,
+          },
+          {
+            record: "cluster_priority_level_flow_schema_reason:apiserver_flowcontrol_rejected_requests:rate5m",
+            expr: "sum by (%(clusterLabel)s, priority_level, flow_schema, reason) (rate(apiserver_flowcontrol_rejected_requests_total{%(apiserverSelector)s}[5m]))" % $._config,
+          },
+          {
+            record: "cluster_priority_level_flow_schema_le:apiserver_flowcontrol_request_wait_duration_seconds_bucket:rate5m",
+            expr: "sum by (%(clusterLabel)s, priority_level, flow_schema, le) (rate(apiserver_flowcontrol_request_wait_duration_seconds_bucket{%(apiserverSelector)s}[5m]))" % $._config,
           },
         ],
       },

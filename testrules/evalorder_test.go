@@ -12,8 +12,8 @@ import (
 func TestTestFilesEvaluateEveryGroupInOrder(t *testing.T) {
 	groups := loadRules(t)
 	for path, f := range loadTestFiles(t) {
-		if !slices.Equal(f.RuleFiles, []string{rulesFile}) {
-			t.Errorf("%s: rule_files = %v, want [%s]", path, f.RuleFiles, rulesFile)
+		if want := rulesFileFrom(t, path); !slices.Equal(f.RuleFiles, []string{want}) {
+			t.Errorf("%s: rule_files = %v, want [%s]", path, f.RuleFiles, want)
 		}
 		lastRecording, firstAlerting := -1, len(f.GroupEvalOrder)
 		for _, g := range groups.Groups {

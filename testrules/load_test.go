@@ -58,18 +58,34 @@ func loadRules(t *testing.T) *rulefmt.RuleGroups {
 	return groups
 }
 
-// testFiles returns the promtool test files of this directory, sorted.
+// testFiles returns the promtool test files: those gen writes for the default config (in this
+// directory) and the hand-written scenarios (in scenarios/), sorted.
 func testFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob("*.test.yaml")
-	if err != nil {
-		t.Fatalf("list test files: %v", err)
-	}
-	if len(files) == 0 {
-		t.Fatal("no *.test.yaml files in testrules/")
+	var files []string
+	for _, pattern := range []string{"*.test.yaml", "scenarios/*.test.yaml"} {
+		matches, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatalf("list test files: %v", err)
+		}
+		if len(matches) == 0 {
+			t.Fatalf("no %s files in testrules/", pattern)
+		}
+		files = append(files, matches...)
 	}
 	slices.Sort(files)
 	return files
+}
+
+// rulesFileFrom is the path of the rule file relative to the directory of test file path, as
+// its rule_files must name it.
+func rulesFileFrom(t *testing.T, path string) string {
+	t.Helper()
+	rel, err := filepath.Rel(filepath.Dir(path), rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.ToSlash(rel)
 }
 
 // loadTestFile decodes one promtool test file.

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/loopwatch/loopwatch/gen"
 )
 
 // promtoolPath is where `make tools` builds promtool from the pinned prometheus module.
@@ -22,7 +24,7 @@ func TestPromtoolCheckRules(t *testing.T) {
 	}
 }
 
-// TestPromtoolUnitTests runs `promtool test rules` on every test file of this directory.
+// TestPromtoolUnitTests runs `promtool test rules` on every test file: generated and scenarios.
 func TestPromtoolUnitTests(t *testing.T) {
 	args := append([]string{"test", "rules"}, testFiles(t)...)
 	out, err := runPromtool(t, args...)
@@ -32,10 +34,55 @@ func TestPromtoolUnitTests(t *testing.T) {
 	t.Logf("promtool test rules:\n%s", out)
 }
 
+// TestGeneratedTestsPassForOtherConfigs generates rules and their promtool tests for every config
+// fixture (other selectors, cluster label, thresholds, `for:` durations, evaluation intervals,
+// disabled groups and alerts) and runs promtool on them: the tests a user's CI runs on a user's
+// config must pass on the rules generated for it.
+func TestGeneratedTestsPassForOtherConfigs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs promtool on several generated suites")
+	}
+	configs, err := filepath.Glob("../gen/testdata/config/*.good.yaml")
+	if err != nil || len(configs) == 0 {
+		t.Fatalf("no config fixtures: %v", err)
+	}
+	for _, path := range configs {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			cfg, err := gen.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := gen.Build(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, err := m.Files()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			if err := gen.WriteFiles(dir, files); err != nil {
+				t.Fatal(err)
+			}
+			tests, err := filepath.Glob(filepath.Join(dir, gen.TestsDir, "*.test.yaml"))
+			if err != nil || len(tests) == 0 {
+				t.Fatalf("gen wrote no tests: %v", err)
+			}
+			out, err := runPromtool(t, append([]string{"test", "rules"}, tests...)...)
+			if err != nil {
+				t.Fatalf("promtool test rules: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
 // runPromtool runs the pinned promtool from this directory, so the test files' relative
 // rule_files resolve as they do for `make test-rules`.
 func runPromtool(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("runs promtool (make unit skips real components)")
+	}
 	bin, err := filepath.Abs(promtoolPath)
 	if err != nil {
 		t.Fatalf("resolve promtool path: %v", err)

@@ -1,7 +1,7 @@
 // Command backup-operator runs loopwatch's reference backup operator: Backup
 // and Snapshot controllers, a filesystem archive store, an authenticated
 // metrics endpoint, leader election, and fault modes (off by default) that
-// reproduce the seed incidents on purpose.
+// break it on purpose the ways controllers fail in production.
 package main
 
 import (

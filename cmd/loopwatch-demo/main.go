@@ -1,7 +1,8 @@
 // Command loopwatch-demo is `make demo`: a real etcd and kube-apiserver (audit webhook aimed at
 // the loopwatch exporter), the reference backup operator and Prometheus with the generated rules,
-// all on loopback. A healthy run stays silent; then the hot loop of seed 002 and the write fight
-// of seed 004 are injected and their alerts fire; `loopwatch audit analyze` reads the audit log.
+// all on loopback. A healthy run stays silent; then a hot loop (a timestamp patched on every
+// reconcile) and a write fight between two controllers are injected and their alerts fire;
+// `loopwatch audit analyze` reads the audit log.
 // See internal/demo.
 package main
 

@@ -21,8 +21,13 @@ serve any controller-runtime controller scraped by Prometheus) and writes:
   dashboards/loopwatch-*.json              Grafana dashboards (importable, DS_PROMETHEUS input)
   dashboards/loopwatch-dashboards.configmap.yaml   the dashboards as ConfigMaps for the Grafana sidecar
   jsonnet/                                 a monitoring mixin with the same content and a _config
+  testrules/*.test.yaml                    promtool unit tests of these rules, for this config:
+                                           run "promtool test rules testrules/*.test.yaml" in CI
 
-An invalid config lists every problem with its field path and exits non-zero.`,
+Every alert of the config is tested at its own thresholds and for: durations (it must be silent
+one evaluation before its for: boundary and fire at it) and on healthy input that must stay
+silent; every recording rule is tested on known input. An invalid config lists every problem
+with its field path and exits non-zero. Every setting is described in docs/configuration.md.`,
 		Example: `  # regenerate the committed outputs in this repository
   loopwatch gen --out .
 

@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/loopwatch/loopwatch/exporter/cli"
 )
 
 func newRootCommand() *cobra.Command {
@@ -16,16 +18,11 @@ stuck finalizers.
                     and a jsonnet mixin from one config
   exporter          receive the API server's audit webhook and export per-actor write metrics
   audit analyze     post-mortem report of an audit log file: fights, hot objects, races
+  diagnose          walk the controller playbook over Prometheus data: a verdict per controller
   version           print the version`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newGenCommand(), newVersionCommand())
-	for _, c := range extraCommands {
-		root.AddCommand(c())
-	}
+	root.AddCommand(newGenCommand(), cli.NewExporterCommand(), cli.NewAuditCommand(), newDiagnoseCommand(), newVersionCommand())
 	return root
 }
-
-// extraCommands are added by the files that wire in other packages' commands.
-var extraCommands []func() *cobra.Command

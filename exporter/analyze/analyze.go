@@ -4,13 +4,15 @@
 package analyze
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
 	"time"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/dedupe"
+	"github.com/loopwatch/loopwatch/exporter/managed"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -22,19 +24,35 @@ type Options struct {
 	TopWriters int
 	// MaxLineBytes bounds one log line (4 MiB when 0).
 	MaxLineBytes int
+	// DedupeSize is how many events are remembered per generation to recognise repeats (two
+	// generations; dedupe.DefaultSize when 0, off when negative): repeats farther apart than that
+	// are counted again.
+	DedupeSize int
+	// MaxValueBytes bounds every string kept (decode.DefaultMaxValueBytes when 0).
+	MaxValueBytes int
 }
+
+// maxSkippedLines is how many line numbers of skipped lines the report lists.
+const maxSkippedLines = 5
 
 // Report is the post-mortem report.
 type Report struct {
-	// Events counts the events counted (ResponseComplete and Panic stages).
+	// Events counts the events counted: attributable (a verb and a user) and at a stage that
+	// completes a request, each once.
 	Events int `json:"events"`
 	// Writes counts write requests among them, Reads list and watch requests.
 	Writes int `json:"writes"`
 	Reads  int `json:"reads"`
-	// Skipped counts lines that were malformed or too long.
-	Skipped int       `json:"skipped"`
-	First   time.Time `json:"first"`
-	Last    time.Time `json:"last"`
+	// Duplicates counts events dropped as repeats of one counted before (overlapping log files,
+	// a retried webhook batch): the exporter drops the same ones.
+	Duplicates int `json:"duplicates"`
+	// Skipped lists the lines that were not read as audit events.
+	Skipped Skipped `json:"skipped"`
+	// Forms counts the lines (or document elements) of each form recognised: the API server's
+	// log, a webhook batch, or a managed cluster's form (see package managed).
+	Forms map[string]int `json:"forms"`
+	First time.Time      `json:"first"`
+	Last  time.Time      `json:"last"`
 
 	TopWriters []Writer          `json:"topWriters"`
 	Fights     []track.Fight     `json:"fights"`
@@ -44,6 +62,42 @@ type Report struct {
 	TopReaders []Reader          `json:"topReaders"`
 	actors     map[string]*Writer
 	readers    map[string]*Reader
+}
+
+// Skipped counts the lines that were not read as audit events, by reason, with the first few
+// line numbers: a line is never silently taken for something it is not. A line of a delivery
+// form (a Firehose request, an Event Hub body) holds many records: each record not read counts.
+type Skipped struct {
+	Lines int `json:"lines"`
+	// Malformed lines are not JSON, or JSON that does not decode as an audit event or list.
+	Malformed int `json:"malformed"`
+	// TooLong lines are longer than the line limit.
+	TooLong int `json:"tooLong"`
+	// NotAuditEvents are JSON objects that are no audit event: another format (a GKE or AKS log
+	// entry wrapping one, say) that this reader does not understand.
+	NotAuditEvents int `json:"notAuditEvents"`
+	// TooManyEvents are event lists over the per-list event limit.
+	TooManyEvents int `json:"tooManyEvents"`
+	// Unattributable are audit events that complete a request but name no verb or no user.
+	Unattributable int `json:"unattributable"`
+	// Unmappable are cloud audit log entries (GKE) that cannot be mapped to an audit event
+	// without guessing: a method, resource name, status or time that cannot be read.
+	Unmappable int `json:"unmappable"`
+	// Truncated are events CloudWatch Logs cut at its 256 KB limit (EKS).
+	Truncated int `json:"truncated"`
+	// FirstLines are the numbers of the first skipped lines (from 1).
+	FirstLines []int `json:"firstLines"`
+}
+
+func (s *Skipped) add(n int, reason *int) { s.addN(n, 1, reason) }
+
+// addN counts records records of line n under reason.
+func (s *Skipped) addN(n, records int, reason *int) {
+	s.Lines += records
+	*reason += records
+	if len(s.FirstLines) < maxSkippedLines {
+		s.FirstLines = append(s.FirstLines, n)
+	}
 }
 
 // Writer is one actor's writes.
@@ -60,6 +114,10 @@ type Reader struct {
 	Actor string `json:"actor"`
 	Lists int    `json:"lists"`
 	Watch int    `json:"watches"`
+	// InitialLists are the requests that loaded a collection from scratch (an informer's initial
+	// list or relist): its lists, and its watches with sendInitialEvents=true (WatchList, how
+	// client-go from 1.35 lists).
+	InitialLists int `json:"initialLists"`
 }
 
 // ActorConflicts is one actor's 409 answers, by resource.
@@ -69,8 +127,13 @@ type ActorConflicts struct {
 	Resources map[string]int `json:"resources"`
 }
 
-// Analyze reads an audit log (one Event per line, as the log backend writes it; lines holding a
-// whole EventList, as the webhook sends it, are accepted too) and builds the report.
+// Analyze reads an audit log (one Event per line, as the log backend writes it, in any version
+// from audit.k8s.io/v1beta1; lines holding a whole EventList, as the webhook sends it, are
+// accepted too), or a managed cluster's form of one — EKS (Firehose requests, CloudWatch exports
+// to S3, `aws logs filter-log-events` JSON), GKE (Pub/Sub pushes, `gcloud logging read` JSON,
+// Cloud Storage sink files), AKS (Event Hub bodies, PT1H.json) — recognised by itself, line by
+// line (package managed), gzip'd or not, and builds the report. It counts what the exporter counts: the same events,
+// repeats dropped the same way.
 func Analyze(r io.Reader, opts Options) (*Report, error) {
 	if opts.TopWriters == 0 {
 		opts.TopWriters = 20
@@ -78,7 +141,13 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 	if opts.MaxLineBytes == 0 {
 		opts.MaxLineBytes = 4 << 20
 	}
-	rep := &Report{actors: map[string]*Writer{}, readers: map[string]*Reader{}}
+	switch {
+	case opts.DedupeSize == 0:
+		opts.DedupeSize = dedupe.DefaultSize
+	case opts.DedupeSize < 0:
+		opts.DedupeSize = 0
+	}
+	rep := &Report{actors: map[string]*Writer{}, readers: map[string]*Reader{}, Skipped: Skipped{FirstLines: []int{}}}
 	conflicts := map[string]*ActorConflicts{}
 	var latest time.Time
 	cfg := opts.Tracker
@@ -93,55 +162,65 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracker config: %w", err)
 	}
-	d := decode.NewDecoder(0)
-	var one decode.Event
-	observe := func(ev *decode.Event) {
-		if !ev.Counts() {
-			return
+	seen := dedupe.New(opts.DedupeSize)
+	sk := &rep.Skipped
+	observe := func(n int, ev *decode.Event) {
+		if ts := ev.When(); ev.Attributable() && !ts.IsZero() && ts.After(latest) {
+			latest = ts // the tracker's clock: the latest event time seen
 		}
-		if ts := ev.StageTimestamp; !ts.IsZero() {
-			if ts.After(latest) {
-				latest = ts
-			}
-			if rep.First.IsZero() || ts.Before(rep.First) {
-				rep.First = ts
-			}
-			if ts.After(rep.Last) {
-				rep.Last = ts
+		res := tr.Observe(ev, seen.Seen)
+		switch {
+		case res.Unattributable > 0:
+			sk.add(n, &sk.Unattributable)
+		case res.Skipped > 0:
+			rep.Duplicates++
+		case res.Counted > 0:
+			rep.Events++
+			if ts := ev.When(); !ts.IsZero() {
+				if rep.First.IsZero() || ts.Before(rep.First) {
+					rep.First = ts
+				}
+				if ts.After(rep.Last) {
+					rep.Last = ts
+				}
 			}
 		}
-		tr.Observe(ev)
-		rep.Events++
 	}
-	err = decode.ScanLines(r, opts.MaxLineBytes, func(line []byte) {
-		if isEventList(line) {
-			events, err := d.DecodeList(line)
-			if err != nil {
-				rep.Skipped++
-				return
-			}
-			for i := range events {
-				observe(&events[i])
-			}
-			return
+	sum, err := managed.Read(r, managed.ReadOptions{
+		MaxLineBytes: opts.MaxLineBytes,
+		Limits:       managed.Limits{MaxValueBytes: opts.MaxValueBytes, MaxEvents: decode.DefaultMaxEvents},
+	}, func(n int, events []decode.Event) {
+		for i := range events {
+			observe(n, &events[i])
 		}
-		if err := d.DecodeEvent(line, &one); err != nil {
-			rep.Skipped++
-			return
+	}, func(u managed.Unreadable) {
+		switch {
+		case errors.Is(u.Err, decode.ErrTooManyEvents):
+			sk.addN(u.Line, u.Records, &sk.TooManyEvents)
+		case errors.Is(u.Err, decode.ErrNotEventList), u.Reason == managed.RecordNotAudit:
+			sk.addN(u.Line, u.Records, &sk.NotAuditEvents)
+		case u.Reason == managed.RecordTooLarge:
+			sk.addN(u.Line, u.Records, &sk.TooLong)
+		case u.Reason == managed.RecordUnmappable:
+			sk.addN(u.Line, u.Records, &sk.Unmappable)
+		case u.Reason == managed.RecordTruncated:
+			sk.addN(u.Line, u.Records, &sk.Truncated)
+		default:
+			sk.addN(u.Line, u.Records, &sk.Malformed)
 		}
-		observe(&one)
-	}, func() { rep.Skipped++ })
+	})
 	if err != nil {
 		return nil, err
+	}
+	rep.Forms = map[string]int{}
+	for f, n := range sum.Forms {
+		if n > 0 {
+			rep.Forms[managed.Form(f).String()] += n
+		}
 	}
 	rep.Fights, rep.HotObjects, rep.Races = tr.Fights(), tr.HotObjects(), tr.Races()
 	rep.finish(opts.TopWriters, conflicts)
 	return rep, nil
-}
-
-func isEventList(line []byte) bool {
-	head := line[:min(len(line), 256)]
-	return bytes.Contains(head, []byte(`"EventList"`)) || bytes.HasPrefix(head, []byte(`{"items"`))
 }
 
 func (r *Report) finish(top int, conflicts map[string]*ActorConflicts) {
@@ -163,6 +242,9 @@ func (r *Report) finish(top int, conflicts map[string]*ActorConflicts) {
 	}
 	sort.Slice(r.TopReaders, func(i, j int) bool {
 		a, b := r.TopReaders[i], r.TopReaders[j]
+		if a.InitialLists != b.InitialLists {
+			return a.InitialLists > b.InitialLists
+		}
 		if a.Lists+a.Watch != b.Lists+b.Watch {
 			return a.Lists+a.Watch > b.Lists+b.Watch
 		}
@@ -241,6 +323,9 @@ func (s *reportSink) Read(o *track.Observation) {
 		r.Watch++
 	} else {
 		r.Lists++
+	}
+	if o.Event.IsInitialList() {
+		r.InitialLists++
 	}
 }
 

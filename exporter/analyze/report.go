@@ -45,29 +45,83 @@ func sortedCounts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
+// withManager renders an actor with the field manager it writes under.
+func withManager(actor, manager string) string {
+	if manager == "" {
+		return actor
+	}
+	return actor + " [" + manager + "]"
+}
+
+// webhook renders the mutating webhook that changed an offender's writes (and whose), or "-".
+func webhook(name, actor string) string {
+	switch {
+	case name == "":
+		return "-"
+	case actor == "":
+		return name
+	}
+	return name + " (writes of " + actor + ")"
+}
+
 // WriteText writes the report for a human reader.
 func (r *Report) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
-	p("Audit events: %d counted (%d writes, %d reads), %d lines skipped\n", r.Events, r.Writes, r.Reads, r.Skipped)
+	p("Audit events: %d counted (%d writes, %d reads), %d repeats dropped, %d lines skipped\n", r.Events, r.Writes, r.Reads, r.Duplicates, r.Skipped.Lines)
 	if r.Events > 0 {
 		p("Time span: %s\n", span(r.First, r.Last))
 	}
+	if len(r.Forms) > 0 {
+		forms := make([]string, 0, len(r.Forms))
+		for f, n := range r.Forms {
+			forms = append(forms, fmt.Sprintf("%s (%d)", f, n))
+		}
+		sort.Strings(forms)
+		p("Read as: %s\n", strings.Join(forms, ", "))
+	}
+	if sk := r.Skipped; sk.Lines > 0 {
+		var why []string
+		for _, c := range []struct {
+			n    int
+			what string
+		}{
+			{sk.Malformed, "malformed"}, {sk.TooLong, "too long"},
+			{sk.NotAuditEvents, "not audit events (another format, such as a cloud provider's log entry)"},
+			{sk.TooManyEvents, "event lists over the event limit"}, {sk.Unattributable, "events without a verb or user"},
+			{sk.Unmappable, "cloud audit log entries that cannot be mapped"}, {sk.Truncated, "events truncated by CloudWatch Logs"},
+		} {
+			if c.n > 0 {
+				why = append(why, fmt.Sprintf("%d %s", c.n, c.what))
+			}
+		}
+		lines := make([]string, len(sk.FirstLines))
+		for i, n := range sk.FirstLines {
+			lines[i] = fmt.Sprint(n)
+		}
+		more := ""
+		if sk.Lines > len(sk.FirstLines) {
+			more = ", …"
+		}
+		p("Skipped lines: %s (first: line %s%s)\n", strings.Join(why, ", "), strings.Join(lines, ", "), more)
+	}
 
-	p("\nFights (%d): one object written alternately by two actors\n", len(r.Fights))
+	p("\nFights (%d): one object written alternately by two actors (field managers in brackets)\n", len(r.Fights))
 	if len(r.Fights) > 0 {
-		p("  OBJECT\tACTOR A\tACTOR B\tHANDOFFS\tSPAN\n")
+		p("  OBJECT\tACTOR A\tACTOR B\tHANDOFFS\tSPAN\tMUTATING WEBHOOK\n")
 	}
 	for _, f := range r.Fights {
-		p("  %s\t%s\t%s\t%d\t%s\n", f.Object, f.ActorA, f.ActorB, f.Handoffs, span(f.First, f.Last))
+		p("  %s\t%s\t%s\t%d\t%s\t%s\n", f.Object, withManager(f.ActorA, f.FieldManagerA), withManager(f.ActorB, f.FieldManagerB),
+			f.Handoffs, span(f.First, f.Last), webhook(f.MutatingWebhook, f.MutatedActor))
 	}
 
-	p("\nHot objects (%d): one actor rewriting one object faster than the threshold\n", len(r.HotObjects))
+	p("\nHot objects (%d): one actor rewriting one object faster than the threshold (field manager in brackets)\n", len(r.HotObjects))
 	if len(r.HotObjects) > 0 {
-		p("  OBJECT\tACTOR\tWRITES\tWRITES/S\tSPAN\n")
+		p("  OBJECT\tACTOR\tWRITES\tWRITES/S\tSPAN\tMUTATING WEBHOOK\n")
 	}
 	for _, h := range r.HotObjects {
-		p("  %s\t%s\t%d\t%.1f\t%s\n", h.Object, h.Actor, h.Writes, h.WritesPerSecond(), span(h.First, h.Last))
+		p("  %s\t%s\t%d\t%.1f\t%s\t%s\n", h.Object, withManager(h.Actor, h.FieldManager), h.Writes, h.WritesPerSecond(),
+			span(h.First, h.Last), webhook(h.MutatingWebhook, ""))
 	}
 
 	p("\nReplica races (%d): one object written by several pods of one actor\n", len(r.Races))
@@ -95,10 +149,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 
 	if len(r.TopReaders) > 0 {
-		p("\nTop readers (%d): list and watch requests (relist storms)\n", len(r.TopReaders))
-		p("  ACTOR\tLISTS\tWATCHES\n")
+		p("\nTop readers (%d): list and watch requests; initial lists are lists and watches with sendInitialEvents=true (relist storms)\n", len(r.TopReaders))
+		p("  ACTOR\tINITIAL LISTS\tLISTS\tWATCHES\n")
 		for _, rd := range r.TopReaders {
-			p("  %s\t%d\t%d\n", rd.Actor, rd.Lists, rd.Watch)
+			p("  %s\t%d\t%d\t%d\n", rd.Actor, rd.InitialLists, rd.Lists, rd.Watch)
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -3,11 +3,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	runtimedebug "runtime/debug"
 	"syscall"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 
 	"github.com/loopwatch/loopwatch/exporter"
 	"github.com/loopwatch/loopwatch/exporter/analyze"
+	"github.com/loopwatch/loopwatch/exporter/decode"
+	"github.com/loopwatch/loopwatch/exporter/dedupe"
 	"github.com/loopwatch/loopwatch/exporter/track"
 )
 
@@ -47,15 +51,42 @@ func newLogger(w io.Writer, debug bool) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
 }
 
+// ExporterOptions are what the flags of `loopwatch exporter` set.
+type ExporterOptions struct {
+	Exporter     exporter.Config
+	Server       exporter.ServerConfig
+	IngestFile   string
+	MaxLineBytes int
+	Debug        bool
+	// tracker is what the tracker flags set, copied into Exporter once they are parsed.
+	tracker *track.Config
+	// managed are the managed-cluster sources' flags.
+	managed managedFlags
+}
+
+// ParseExporterArgs parses args (without the subcommand) as `loopwatch exporter` does: the deploy
+// files' tests check their flags and derive the memory bound from them.
+func ParseExporterArgs(args []string) (ExporterOptions, error) {
+	cmd, opts := newExporterCommand()
+	if err := cmd.Flags().Parse(args); err != nil {
+		return ExporterOptions{}, err
+	}
+	opts.Exporter.Tracker = *opts.tracker
+	opts.Server.Firehose, opts.Server.PubSub = opts.managed.firehose(), opts.managed.pubSub()
+	return *opts, nil
+}
+
 // NewExporterCommand returns `loopwatch exporter`: the audit webhook endpoint and /metrics.
 func NewExporterCommand() *cobra.Command {
-	var (
-		srv          exporter.ServerConfig
-		dedupeSize   int
-		ingestFile   string
-		maxLineBytes int
-		debug        bool
-	)
+	cmd, _ := newExporterCommand()
+	return cmd
+}
+
+func newExporterCommand() (*cobra.Command, *ExporterOptions) {
+	opts := &ExporterOptions{}
+	srv, ecfg := &opts.Server, &opts.Exporter
+	ingestFile, maxLineBytes, debug := &opts.IngestFile, &opts.MaxLineBytes, &opts.Debug
+	m := &opts.managed
 	cmd := &cobra.Command{
 		Use:   "exporter",
 		Short: "Receive Kubernetes audit events and export per-actor writes, fights, hot objects and replica races",
@@ -64,50 +95,98 @@ func NewExporterCommand() *cobra.Command {
 and/or bearer token, and exposes the metrics on /metrics (plus /healthz and /readyz).
 
 With --ingest-file it reads an audit log in the log backend's JSON-lines format (or stdin with
-"-") and then keeps serving /metrics; the webhook is then served only when credentials are set.`,
+"-") and then keeps serving /metrics; the webhook is then served only when credentials are set.
+
+On managed clusters, where no one can set the API server's audit webhook, it takes the audit
+events the provider hands out instead (README "Managed clusters"): EKS's through Amazon Data
+Firehose (--firehose-access-key-file, path /firehose), GKE's through a Pub/Sub push subscription
+(--pubsub-audience and/or --pubsub-secret-file, path /pubsub), AKS's from an Event Hub through
+its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-string-file).`,
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.Flags()
 	tcfg := trackerFlags(fs)
+	opts.tracker = tcfg
 	fs.StringVar(&srv.Addr, "listen-address", ":8443", "address to serve the webhook and /metrics on")
 	fs.StringVar(&srv.TLSCertFile, "tls-cert-file", "", "serving certificate (PEM)")
 	fs.StringVar(&srv.TLSKeyFile, "tls-key-file", "", "serving key (PEM)")
 	fs.StringVar(&srv.ClientCAFile, "client-ca-file", "", "CA bundle (PEM) that signs the API server's webhook client certificate")
 	fs.StringVar(&srv.TokenFile, "token-file", "", "file holding the bearer token the API server presents")
+	fs.StringVar(&srv.MetricsClientCAFile, "metrics-client-ca-file", "", "CA bundle (PEM) of client certificates /metrics accepts besides the webhook's credentials")
+	fs.StringVar(&srv.MetricsTokenFile, "metrics-token-file", "", "file holding a bearer token /metrics accepts besides the webhook's credentials")
+	fs.BoolVar(&srv.MetricsOpen, "metrics-open", false, "serve /metrics without authentication (it names users and objects)")
 	fs.BoolVar(&srv.InsecureHTTP, "insecure-http", false, "serve plain HTTP (local experiments only; the token is then sent in clear)")
-	fs.Int64Var(&srv.MaxBodyBytes, "max-body-bytes", exporter.DefaultMaxBodyBytes, "largest webhook body accepted (413 beyond)")
-	fs.IntVar(&srv.MaxInFlight, "max-in-flight", 4, "batches processed at once")
-	fs.DurationVar(&srv.QueueWait, "queue-wait", time.Second, "how long a batch waits for a free slot before it is answered 429 (the API server retries)")
-	fs.IntVar(&dedupeSize, "dedupe-size", exporter.DefaultDedupeSize, "auditID+stage pairs remembered per generation to drop retried events (two generations)")
-	fs.StringVar(&ingestFile, "ingest-file", "", `audit log (JSON lines) to ingest, "-" for stdin`)
-	fs.IntVar(&maxLineBytes, "max-line-bytes", exporter.DefaultMaxLineBytes, "longest audit log line ingested")
-	fs.BoolVar(&debug, "debug", false, "debug logging")
+	fs.Int64Var(&srv.MaxBodyBytes, "max-body-bytes", exporter.DefaultMaxBodyBytes, "largest webhook body accepted (413 beyond); keep the API server's --audit-webhook-truncate-max-batch-size below it")
+	fs.Int64Var(&srv.MaxBufferedBytes, "max-buffered-bytes", exporter.DefaultMaxBufferedBytes, "bytes of bodies received or processed at once (429 beyond); more than --max-body-bytes")
+	fs.IntVar(&srv.MaxInFlight, "max-in-flight", exporter.DefaultMaxInFlight, "batches decoded and tracked at once (their bodies already received)")
+	fs.DurationVar(&srv.QueueWait, "queue-wait", time.Second, "how long a batch waits for room or a slot before it is answered 429 (the API server retries)")
+	fs.Int64Var(&srv.MinBodyBytesPerSecond, "min-body-rate", exporter.DefaultMinBodyBytesPerSecond, "slowest average rate in bytes/s a body may arrive at, after --body-grace (slower senders get 408)")
+	fs.DurationVar(&srv.BodyGrace, "body-grace", exporter.DefaultBodyGrace, "time a body gets before --min-body-rate applies")
+	fs.DurationVar(&srv.BodyTimeout, "body-timeout", exporter.DefaultBodyTimeout, "longest time a body may take to arrive")
+	fs.IntVar(&srv.MaxConnections, "max-connections", exporter.DefaultMaxConnections, "open connections (more are closed at once)")
+	fs.DurationVar(&srv.ShutdownTimeout, "shutdown-timeout", exporter.DefaultShutdownTimeout, "graceful shutdown bound; bodies still arriving are answered 503 at once")
+	fs.IntVar(&ecfg.DedupeSize, "dedupe-size", exporter.DefaultDedupeSize, "events remembered per generation to drop retried ones (two generations)")
+	fs.IntVar(&ecfg.MaxBatchEvents, "max-batch-events", exporter.DefaultMaxBatchEvents, "events in one webhook batch (413 beyond)")
+	fs.IntVar(&ecfg.MaxValueBytes, "max-value-bytes", decode.DefaultMaxValueBytes, "longest string kept from an event, so longest label value: longer ones keep a prefix and a hash")
+	fs.IntVar(&ecfg.MaxSeries, "max-series", exporter.DefaultMaxSeries, "series of each per-actor metric; beyond it new ones count under actor and resource \"other\"")
+	fs.StringVar(ingestFile, "ingest-file", "", `audit log (JSON lines) to ingest, "-" for stdin`)
+	fs.IntVar(maxLineBytes, "max-line-bytes", exporter.DefaultMaxLineBytes, "longest audit log line ingested")
+	fs.BoolVar(debug, "debug", false, "debug logging")
+	m.bind(fs)
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		log := newLogger(cmd.ErrOrStderr(), debug)
+		log := newLogger(cmd.ErrOrStderr(), *debug)
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		e, err := exporter.New(exporter.Config{Tracker: *tcfg, DedupeSize: dedupeSize, Registerer: reg, Logger: log})
+		ecfg.Tracker, ecfg.Registerer, ecfg.Logger = *tcfg, reg, log
+		srv.Firehose, srv.PubSub = m.firehose(), m.pubSub()
+		bound, err := exporter.MemoryBound(*ecfg, *srv)
+		if err != nil {
+			return err
+		}
+		if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+			// The garbage collector then works harder near the bound instead of letting the heap
+			// grow to twice what is live.
+			runtimedebug.SetMemoryLimit(bound.Total())
+		}
+		log.Info("Memory bound", "dedupe", bound.Dedupe, "tracker", bound.Tracker, "bodies", bound.Bodies,
+			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "sources", bound.Sources, "total", bound.Total())
+		e, err := exporter.New(*ecfg)
 		if err != nil {
 			return err
 		}
 		srv.Gatherer, srv.Logger = reg, log
-		if ingestFile != "" {
-			if err := ingest(ctx, e, ingestFile, maxLineBytes, cmd.InOrStdin()); err != nil {
-				return err
-			}
-			log.Info("Ingested audit log", "file", ingestFile)
-			srv.DisableWebhook = srv.ClientCAFile == "" && srv.TokenFile == ""
-		}
-		s, err := exporter.NewServer(srv, e)
+		reader, err := m.eventHub(e, ecfg.MaxValueBytes, log)
 		if err != nil {
 			return err
 		}
-		return s.ListenAndServe(ctx)
+		if *ingestFile != "" {
+			if err := ingest(ctx, e, *ingestFile, *maxLineBytes, cmd.InOrStdin()); err != nil {
+				return err
+			}
+			log.Info("Ingested audit log", "file", *ingestFile)
+		}
+		if *ingestFile != "" || m.any() {
+			srv.DisableWebhook = srv.ClientCAFile == "" && srv.TokenFile == ""
+		}
+		s, err := exporter.NewServer(*srv, e)
+		if err != nil {
+			return err
+		}
+		if reader == nil {
+			return s.ListenAndServe(ctx)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- reader.Run(ctx) }()
+		err = s.ListenAndServe(ctx)
+		cancel()
+		return errors.Join(err, <-done)
 	}
-	return cmd
+	return cmd, opts
 }
 
 func ingest(ctx context.Context, e *exporter.Exporter, file string, maxLineBytes int, stdin io.Reader) error {
@@ -146,20 +225,26 @@ func newAnalyzeCommand() *cobra.Command {
 	var (
 		output     string
 		topWriters int
+		opts       analyze.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
 		Short: "Post-mortem report of an audit log: top writers, fights, hot objects, replica races, conflicts",
-		Long: `Reads an audit log in the log backend's JSON-lines format (FILE, or "-" for stdin; lines
-holding a webhook EventList are read too) and reports the top writers, fights with both actors,
-their handoff counts and time span, hot objects, replica races with pod names, and conflicts.
-The output is deterministic.`,
+		Long: `Reads an audit log in the log backend's JSON-lines format (FILE, or "-" for stdin; any
+version from audit.k8s.io/v1beta1; lines holding a webhook EventList are read too) and reports
+the top writers, fights with both actors, their handoff counts and time span, hot objects,
+replica races with pod names, and conflicts. It counts what the exporter counts: repeated events
+(overlapping log files) once. Lines it does not understand (malformed, another format such as a
+cloud provider's log entry) are counted and the first few listed by line number. The output is
+deterministic.`,
 		Args: cobra.ExactArgs(1),
 	}
 	fs := cmd.Flags()
 	tcfg := trackerFlags(fs)
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
 	fs.IntVar(&topWriters, "top-writers", 20, "writers listed in the report")
+	fs.IntVar(&opts.DedupeSize, "dedupe-size", dedupe.DefaultSize, "events remembered per generation to drop repeats (two generations; repeats farther apart are counted again)")
+	fs.IntVar(&opts.MaxValueBytes, "max-value-bytes", decode.DefaultMaxValueBytes, "longest string kept from an event: longer ones keep a prefix and a hash")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if output != "text" && output != "json" {
 			return fmt.Errorf("unknown output format %q: want text or json", output)
@@ -173,7 +258,8 @@ The output is deterministic.`,
 			defer f.Close()
 			r = f
 		}
-		rep, err := analyze.Analyze(r, analyze.Options{Tracker: *tcfg, TopWriters: topWriters})
+		opts.Tracker, opts.TopWriters = *tcfg, topWriters
+		rep, err := analyze.Analyze(r, opts)
 		if err != nil {
 			return fmt.Errorf("analyze %q: %w", args[0], err)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 func TestAnalyzeCommandWritesTheGoldenReport(t *testing.T) {
@@ -74,9 +76,13 @@ func TestExporterCommandIngestsAFileAndServesMetrics(t *testing.T) {
 	cmd := NewExporterCommand()
 	cmd.SetOut(&bytes.Buffer{})
 	cmd.SetErr(&bytes.Buffer{})
+	tokenFile := filepath.Join(t.TempDir(), "scrape-token")
+	if err := os.WriteFile(tokenFile, []byte("scrape-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd.SetArgs([]string{
 		"--listen-address=" + addr, "--insecure-http", "--ingest-file=" + filepath.Join("..", "testdata", "analyze", "incident.jsonl"),
-		"--fight-window=1m", "--hot-window=1m", "--race-window=1m",
+		"--fight-window=1m", "--hot-window=1m", "--race-window=1m", "--metrics-token-file=" + tokenFile,
 	})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
@@ -88,8 +94,18 @@ func TestExporterCommandIngestsAFileAndServesMetrics(t *testing.T) {
 	}()
 	var body string
 	deadline := time.Now().Add(10 * time.Second)
+	scrape := func(token string) (*http.Response, error) {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		return http.DefaultClient.Do(req)
+	}
 	for {
-		resp, err := http.Get("http://" + addr + "/metrics")
+		resp, err := scrape("scrape-secret")
 		if err == nil {
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -110,7 +126,15 @@ func TestExporterCommandIngestsAFileAndServesMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	resp, err := http.Post("http://"+addr+"/audit", "application/json", strings.NewReader(`{"items":[]}`))
+	resp, err := scrape("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("/metrics without credentials answered %d, want 401", resp.StatusCode)
+	}
+	resp, err = http.Post("http://"+addr+"/audit", "application/json", strings.NewReader(`{"items":[]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,4 +142,20 @@ func TestExporterCommandIngestsAFileAndServesMetrics(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("webhook without credentials answered %d, want 404 (not served)", resp.StatusCode)
 	}
+}
+
+// TestReadmeNamesEveryExporterFlag: the exporter README's Flags table lists every flag of the
+// command.
+func TestReadmeNamesEveryExporterFlag(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "## Flags")
+	section, _, _ = strings.Cut(section, "\n## ")
+	NewExporterCommand().Flags().VisitAll(func(f *pflag.Flag) {
+		if !strings.Contains(section, "`--"+f.Name+"`") {
+			t.Errorf("README's Flags section does not name --%s", f.Name)
+		}
+	})
 }

@@ -13,9 +13,16 @@ import (
 
 // BenchmarkDecodeList decodes real Metadata-level batches; compare with BenchmarkEncodingJSON,
 // the baseline, in the same run. ns/op is per event (b.N counts events).
-func BenchmarkDecodeList(b *testing.B) {
+func BenchmarkDecodeList(b *testing.B) { benchmarkDecodeList(b, false) }
+
+// BenchmarkDecodeListGeneralPath decodes the same batches with the fast path turned off: what
+// an event costs when it does not fit the API server's form.
+func BenchmarkDecodeListGeneralPath(b *testing.B) { benchmarkDecodeList(b, true) }
+
+func benchmarkDecodeList(b *testing.B, generalOnly bool) {
 	data := readBatches(b)["batch-00.json"]
 	d := NewDecoder(0)
+	d.generalOnly = generalOnly
 	events, _ := d.DecodeList(data)
 	n := len(events)
 	b.SetBytes(int64(len(data) / n))

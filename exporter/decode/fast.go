@@ -5,7 +5,7 @@ import (
 )
 
 // The fast path decodes an event written the way the API server writes it: compact, members in
-// the order of the Go structs. It is speculative: at the first byte that does not fit that form it
+// the order of the Go structs, which is the order of the schema's rows (schema.go). It is speculative: at the first byte that does not fit that form it
 // returns false, and the caller rewinds to the start of the event and decodes it with the general
 // path (event), which alone decides what the input means and whether it is valid. So the fast path
 // may only accept what the general path accepts, with the same result, and never reports an error
@@ -14,151 +14,31 @@ import (
 // What it accepts, it checks as strictly as the general path: member keys and punctuation byte
 // for byte, strings through the index (masks.go: a plain string is valid as it stands) or the
 // general string reader, numbers and timestamps with the general path's parsers, anything unusual
-// in a skipped value with the general skip. The cursor lives in a local variable and the schema
-// is a table walked by one loop: threading it through the scanner's fields, or a call per
-// member, cost as much as the work itself.
+// in a skipped value with the general skip. The cursor lives in a local variable and the rows
+// are walked by one loop that switches on their kind, writing kept values at the offsets the rows
+// name: threading the cursor through the scanner's fields, or a call per member, cost as much as
+// the work itself.
 
-// action says what the fast path does with a member's value.
-type action uint8
-
-const (
-	actSkip       action = iota // any value
-	actStrings                  // an array of strings, skipped
-	actStringMap                // an object of strings, skipped
-	actKeep                     // a kept string: field is its slot in Decoder.last
-	actAuditID                  // auditID, hashed
-	actRequestURI               // requestURI, for its fieldManager parameter
-	actTime                     // a timestamp: field 0 is requestReceived, 1 the stage timestamp
-	actCode                     // responseStatus.code
-	actObject                   // a nested object described by schema
-	actPodExtra                 // user.extra, for the pod name
-)
-
-// step is one member the fast path expects, in the order the API server writes them; any of
-// them may be absent (as for the general path, no member is required).
-type step struct {
-	key    keyToken
-	act    action
-	field  int
-	schema []step
-}
-
-// keyToken is a member key, quoted with its colon, as the first member and after a comma.
-type keyToken struct{ bare, comma token }
-
-// token is a literal of up to 32 bytes held as masked little-endian words (unused words have a
-// zero mask), compared without a call to memequal.
-type token struct {
-	text string
-	w, m [4]uint64
-}
-
-func newToken(text string) token {
-	if len(text) > 32 {
-		panic("decode: token too long: " + text)
-	}
-	t := token{text: text}
-	var buf [32]byte
-	copy(buf[:], text)
-	for j := 0; 8*j < len(text); j++ {
-		t.w[j] = binary.LittleEndian.Uint64(buf[8*j:])
-		t.m[j] = ^uint64(0)
-		if r := len(text) - 8*j; r < 8 {
-			t.m[j] >>= 64 - 8*r
-		}
-	}
-	return t
-}
-
-// matchNearEnd reports whether data, of which fewer than 32 bytes are left, continues with t at p.
-func (t *token) matchNearEnd(data []byte, p int) bool {
-	return len(data)-p >= len(t.text) && string(data[p:p+len(t.text)]) == t.text
-}
-
-func member(name string, act action, field int, schema []step) step {
-	k := `"` + name + `":`
-	return step{key: keyToken{bare: newToken(k), comma: newToken("," + k)}, act: act, field: field, schema: schema}
-}
-
-var (
-	userSchema = []step{
-		member("username", actKeep, lastUser, nil),
-		member("uid", actSkip, 0, nil),
-		member("groups", actStrings, 0, nil),
-		member("extra", actPodExtra, 0, nil),
-	}
-	impersonatedSchema = []step{
-		member("username", actKeep, lastImpersonated, nil),
-		member("uid", actSkip, 0, nil),
-		member("groups", actStrings, 0, nil),
-		member("extra", actSkip, 0, nil),
-	}
-	objectRefSchema = []step{
-		member("resource", actKeep, lastResource, nil),
-		member("namespace", actKeep, lastNamespace, nil),
-		member("name", actKeep, lastName, nil),
-		member("uid", actSkip, 0, nil),
-		member("apiGroup", actKeep, lastGroup, nil),
-		member("apiVersion", actSkip, 0, nil),
-		member("resourceVersion", actSkip, 0, nil),
-		member("subresource", actKeep, lastSubresource, nil),
-	}
-	statusSchema = []step{
-		member("metadata", actStringMap, 0, nil),
-		member("status", actSkip, 0, nil),
-		member("message", actSkip, 0, nil),
-		member("reason", actSkip, 0, nil),
-		member("details", actSkip, 0, nil),
-		member("code", actCode, 0, nil),
-	}
-	eventSchema = []step{
-		member("kind", actSkip, 0, nil), // the log backend writes the TypeMeta
-		member("apiVersion", actSkip, 0, nil),
-		member("level", actSkip, 0, nil),
-		member("auditID", actAuditID, 0, nil),
-		member("stage", actKeep, lastStage, nil),
-		member("requestURI", actRequestURI, 0, nil),
-		member("verb", actKeep, lastVerb, nil),
-		member("user", actObject, 0, userSchema),
-		member("impersonatedUser", actObject, 0, impersonatedSchema),
-		member("authenticationMetadata", actSkip, 0, nil),
-		member("sourceIPs", actStrings, 0, nil),
-		member("userAgent", actKeep, lastUserAgent, nil),
-		member("objectRef", actObject, 0, objectRefSchema),
-		member("responseStatus", actObject, 0, statusSchema),
-		member("requestObject", actSkip, 0, nil),
-		member("responseObject", actSkip, 0, nil),
-		member("requestReceivedTimestamp", actTime, 0, nil),
-		member("stageTimestamp", actTime, 1, nil),
-		member("annotations", actStringMap, 0, nil),
-	}
-)
-
-// maxFastDepth bounds the objects the fast path nests (event, user or objectRef or status).
+// maxFastDepth bounds the structs the fast path nests (the event, user or objectRef or status);
+// compile refuses a schema that nests deeper.
 const maxFastDepth = 4
 
 // fastEvent decodes the event at the current position (see the top of the file) into ev, which
-// is zero.
+// is zero, walking the rows of d.schema.
 func (d *Decoder) fastEvent(ev *Event) bool {
 	s := &d.s
 	data, masks := s.data, s.masks
-	p, depth := s.pos, s.depth
+	p := s.pos
 	if p >= len(data) || data[p] != '{' {
 		return false
 	}
 	p++
-	targets := [numFields]*string{
-		lastVerb: &ev.Verb, lastStage: &ev.Stage, lastUser: &ev.Username,
-		lastImpersonated: &ev.ImpersonatedUsername, lastPod: &ev.Pod, lastUserAgent: &ev.UserAgent,
-		lastFieldManager: &ev.FieldManager, lastGroup: &ev.APIGroup, lastResource: &ev.Resource,
-		lastNamespace: &ev.Namespace, lastName: &ev.Name, lastSubresource: &ev.Subresource,
-	}
 	var stack [maxFastDepth]struct {
-		schema []step
+		rows   []member
 		cursor int
 	}
 	top := 0
-	stack[0].schema = eventSchema
+	stack[0].rows = d.schema.members
 	first := true
 	for {
 		if p < len(data) && data[p] == '}' {
@@ -173,28 +53,33 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 		}
 		// The key: the next expected member, or one after it when some are absent.
 		frame := &stack[top]
-		steps := frame.schema
+		rows := frame.rows
 		k := frame.cursor
 		if len(data)-p >= 32 {
 			// The next 32 bytes, loaded once and compared with each candidate's words.
 			b := data[p : p+32]
 			w0, w1 := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
 			w2, w3 := binary.LittleEndian.Uint64(b[16:]), binary.LittleEndian.Uint64(b[24:])
-			for ; k < len(steps); k++ {
-				t := &steps[k].key.comma
-				if first {
-					t = &steps[k].key.bare
+			if first {
+				for ; k < len(rows); k++ {
+					if t := &rows[k].key.bare; t.matchWords(w0, w1, w2, w3) {
+						p += len(t.text)
+						break
+					}
 				}
-				if w0&t.m[0] == t.w[0] && w1&t.m[1] == t.w[1] && w2&t.m[2] == t.w[2] && w3&t.m[3] == t.w[3] {
-					p += len(t.text)
-					break
+			} else {
+				for ; k < len(rows); k++ {
+					if t := &rows[k].key.comma; t.matchWords(w0, w1, w2, w3) {
+						p += len(t.text)
+						break
+					}
 				}
 			}
 		} else {
-			for ; k < len(steps); k++ {
-				t := &steps[k].key.comma
+			for ; k < len(rows); k++ {
+				t := &rows[k].key.comma
 				if first {
-					t = &steps[k].key.bare
+					t = &rows[k].key.bare
 				}
 				if t.matchNearEnd(data, p) {
 					p += len(t.text)
@@ -202,16 +87,16 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 				}
 			}
 		}
-		if k == len(steps) {
+		if k == len(rows) {
 			return false
 		}
 		frame.cursor = k + 1
 		first = false
-		st := &steps[k]
+		m := &rows[k]
 
 		// The value.
-		switch st.act {
-		case actKeep, actAuditID, actRequestURI:
+		switch m.kind {
+		case kindString, kindHash, kindURI, kindParsed:
 			if p >= len(data) || data[p] != '"' {
 				return false // null (or not a string): the general path decides
 			}
@@ -230,36 +115,34 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 				}
 				p = s.pos
 			}
-			switch st.act {
-			case actKeep:
-				if prev := d.last[st.field]; prev == string(b) {
-					*targets[st.field] = prev
+			switch m.kind {
+			case kindString:
+				if prev := d.last[m.slot%maxSlots]; prev == string(b) {
+					*m.str(ev) = prev
 				} else {
-					*targets[st.field] = d.internField(st.field, b)
+					*m.str(ev) = d.internAt(m.slot, b)
 				}
-			case actAuditID:
-				ev.HasAuditID = len(b) > 0
-				if ev.HasAuditID {
-					ev.AuditIDHash = HashAuditID(b)
+			case kindHash:
+				h, nonEmpty := m.hash(ev)
+				if *nonEmpty = len(b) > 0; *nonEmpty {
+					*h = HashAuditID(b)
 				}
+			case kindParsed:
+				m.parse(d, ev, b)
 			default:
-				var fm []byte
-				fm, d.query = FieldManager(b, d.query[:0])
-				ev.FieldManager = d.internField(lastFieldManager, fm)
+				d.params(ev, m.sch, b)
 			}
-		case actObject:
+		case kindStruct, kindPointer:
 			if p >= len(data) || data[p] != '{' || top+1 == maxFastDepth {
 				return false
 			}
 			p++
 			top++
-			stack[top].schema, stack[top].cursor = st.schema, 0
+			stack[top].rows, stack[top].cursor = m.sch.members, 0
 			first = true
-		case actTime:
-			dst := &ev.RequestReceived
-			if st.field == 1 {
-				dst = &ev.StageTimestamp
-			}
+		case kindTimeRFC3339:
+			return false // only in older event versions: the general path reads them
+		case kindTime:
 			if p+28 >= len(data) || data[p] != '"' || data[p+28] != '"' {
 				return false
 			}
@@ -267,8 +150,8 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 			if !ok {
 				return false
 			}
-			*dst, p = t, p+29
-		case actCode:
+			*m.time(ev), p = t, p+29
+		case kindInt32:
 			// A status code: up to four digits and a delimiter, else the general parser.
 			if p+4 < len(data) && '1' <= data[p] && data[p] <= '9' {
 				v, i := int32(data[p]-'0'), p+1
@@ -276,40 +159,53 @@ func (d *Decoder) fastEvent(ev *Event) bool {
 					v = v*10 + int32(data[i]-'0')
 				}
 				if c := data[i]; c == ',' || c == '}' {
-					ev.Code, p = v, i
+					*m.int32(ev), p = v, i
 					continue
 				}
 			}
 			s.pos = p
-			if d.code(&ev.Code) != nil {
+			if d.int32(m.int32(ev), m.path) != nil {
 				return false
 			}
 			p = s.pos
-		case actPodExtra:
-			if p = d.podExtra(p, &ev.Pod); p < 0 {
+		case kindFirstString:
+			if p = d.fastStringList(p, ev, m); p < 0 {
 				return false
 			}
 		default:
-			if p < len(data) && data[p] == '"' {
-				if end := plainEndAt(masks, p+1); end >= 0 {
-					p = end + 1
-					continue
+			if m.sch != nil && len(m.sch.members) > 0 { // a map with kept entries
+				if p = d.fastEntries(p, ev, m); p < 0 {
+					return false
+				}
+				continue
+			}
+			if p+1 < len(data) {
+				switch data[p] {
+				case '"':
+					if end := plainEndAt(masks, p+1); end >= 0 {
+						p = end + 1
+						continue
+					}
+				case '{':
+					if data[p+1] == '}' {
+						p += 2
+						continue
+					}
 				}
 			}
-			if st.act == actStrings || st.act == actStringMap {
-				if q := s.skipStrings(p, st.act == actStringMap); q >= 0 {
+			if m.kind == kindStringList || m.kind == kindStringMap {
+				if q := s.skipStrings(p, m.kind == kindStringMap); q >= 0 {
 					p = q
 					continue
 				}
 			}
-			// Anything else: the general skip, at the depth the general path would be at.
-			s.pos, s.depth = p, depth+1+top
-			err := s.skip()
-			s.depth = depth
-			if err != nil {
+			// Anything else: the general skip, at the depth the general path would be at (after
+			// an error, the caller restores the depth).
+			s.pos, s.depth = p, s.depth+1+top
+			if s.skip() != nil {
 				return false
 			}
-			p = s.pos
+			p, s.depth = s.pos, s.depth-1-top
 		}
 	}
 }
@@ -371,9 +267,11 @@ func btoi(b bool) int {
 	return 0
 }
 
-// podExtra reads user.extra at p, an object of plain keys to arrays of plain strings, setting
-// pod from the pod-name key; it returns the index after the object, or -1.
-func (d *Decoder) podExtra(p int, pod *string) int {
+// fastEntries reads a map at p whose listed entries m's rows describe, into ev, and returns the
+// index after it; -1 when the map is not in the form the API server writes (plain keys, values
+// strings or, for kindStringListMap, arrays of strings). Each occurrence of a listed key replaces
+// what an earlier one kept, as the general path does.
+func (d *Decoder) fastEntries(p int, ev *Event, m *member) int {
 	data, masks := d.s.data, d.s.masks
 	if p >= len(data) || data[p] != '{' {
 		return -1
@@ -393,36 +291,127 @@ func (d *Decoder) podExtra(p int, pod *string) int {
 			return -1
 		}
 		q := plainEndAt(masks, p+1)
-		if q < 0 || q+2 >= len(data) || data[q+1] != ':' || data[q+2] != '[' {
+		if q < 0 || q+1 >= len(data) || data[q+1] != ':' {
 			return -1
 		}
-		isPod := string(data[p+1:q]) == PodNameExtraKey
-		if isPod {
-			*pod = ""
+		var e *member
+		if q > p+1 && m.sch.mayName(data[p+1]) {
+			e = m.sch.entry(data[p+1 : q])
 		}
-		p = q + 3
-		for j := 0; ; j++ {
-			if p < len(data) && data[p] == ']' {
-				p++
-				break
-			}
-			if j > 0 {
-				if p >= len(data) || data[p] != ',' {
-					return -1
-				}
-				p++
-			}
+		if e == nil && m.kind == kindStringMap {
+			// Most entries: a string no row keeps, skipped as skipStrings does.
+			p = q + 2
 			if p >= len(data) || data[p] != '"' {
 				return -1
 			}
-			end := plainEndAt(masks, p+1)
-			if end < 0 {
+			r := plainAt(masks, p+1)
+			if r == -2 {
+				r = plainFrom(masks, p+1)
+			}
+			if r >= 0 {
+				p = r + 1
+				continue
+			}
+			d.s.pos = p
+			if d.s.skipString() != nil {
 				return -1
 			}
-			if j == 0 && isPod {
-				*pod = d.internField(lastPod, data[p+1:end])
+			p = d.s.pos
+			continue
+		}
+		switch {
+		case m.kind == kindStringListMap:
+			p = d.fastStringList(q+2, ev, e)
+		case e != nil && e.needle != "":
+			p = d.fastStringContaining(q+2, ev, e)
+		default:
+			if e != nil {
+				*e.str(ev) = ""
 			}
-			p = end + 1
+			p = d.fastString(q+2, ev, e)
+		}
+		if p < 0 {
+			return -1
 		}
 	}
+}
+
+// fastStringContaining reads a string at p into m's field when it contains m's needle, and returns
+// the index after it; -1 when there is no string at p or it is invalid.
+func (d *Decoder) fastStringContaining(p int, ev *Event, m *member) int {
+	s := &d.s
+	if p >= len(s.data) || s.data[p] != '"' {
+		return -1
+	}
+	var b []byte
+	if end := plainEndAt(s.masks, p+1); end >= 0 {
+		b, p = s.data[p+1:end], end+1
+	} else {
+		s.pos = p
+		var err error
+		if b, err = s.str(); err != nil {
+			return -1
+		}
+		p = s.pos
+	}
+	d.keepContaining(ev, m, b)
+	return p
+}
+
+// fastStringList reads an array of strings at p, keeping the first in m's field when m is not
+// nil ("" when the array is empty), and returns the index after it, or -1.
+func (d *Decoder) fastStringList(p int, ev *Event, m *member) int {
+	data := d.s.data
+	if p >= len(data) || data[p] != '[' {
+		return -1
+	}
+	if m != nil {
+		*m.str(ev) = ""
+	}
+	p++
+	for j := 0; ; j++ {
+		if p < len(data) && data[p] == ']' {
+			return p + 1
+		}
+		if j > 0 {
+			if p >= len(data) || data[p] != ',' {
+				return -1
+			}
+			p++
+			m = nil
+		}
+		if p = d.fastString(p, ev, m); p < 0 {
+			return -1
+		}
+	}
+}
+
+// fastString reads a string at p into m's field, or skips it when m is nil, and returns the index
+// after it; -1 when there is no string at p or it is invalid.
+func (d *Decoder) fastString(p int, ev *Event, m *member) int {
+	s := &d.s
+	if p >= len(s.data) || s.data[p] != '"' {
+		return -1
+	}
+	end := plainEndAt(s.masks, p+1)
+	switch {
+	case end >= 0 && m == nil:
+		return end + 1
+	case end >= 0:
+		*m.str(ev) = d.internAt(m.slot, s.data[p+1:end])
+		return end + 1
+	case m == nil:
+		s.pos = p
+		if s.skipString() != nil {
+			return -1
+		}
+		return s.pos
+	}
+	s.pos = p
+	b, err := s.str()
+	if err != nil {
+		return -1
+	}
+	*m.str(ev) = d.internAt(m.slot, b)
+	return s.pos
 }

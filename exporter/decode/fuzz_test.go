@@ -1,9 +1,13 @@
 package decode
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // FuzzDecode checks the decoder against encoding/json on arbitrary input: it must never panic,
-// must refuse invalid JSON and must extract the same fields. Seeds are the real batches.
+// must refuse invalid JSON and must extract the same fields, with eventSchema and with
+// widerReading's rows (the kinds of row a later kept field adds). Seeds are the real batches.
 // Run longer with: go test ./exporter/decode -run '^$' -fuzz FuzzDecode -fuzztime 5m -fuzzminimizetime 20x
 // (without a count limit, minimizing each new input grown from the 100 KB real batches takes the
 // default 60 s, during which nothing else runs).
@@ -30,11 +34,20 @@ func FuzzDecode(f *testing.F) {
 		`{"items":[{"requestReceivedTimestamp":"2026-11-21T04:04:45.744196+00:00","stageTimestamp":null},{"requestReceivedTimestamp":"2026-02-30T04:04:45.744196Z"}]}`,
 		`{"items":[{"level":"Metadata","sourceIPs":["1",2],"user":{"groups":["a",null]},"responseStatus":{"metadata":{"x":1},"details":{"causes":[{"a":"b"}]}}}]}`,
 		`{"items":[{"level":"Metadata","verb":"a"	}, {"level":"Metadata","verb":"é"},{"level":"Metadata","verb":"a\/b"}]}`,
+		// Mutating webhook annotations: several, repeated, null, in other cases.
+		`{"items":[{"level":"Metadata","annotations":{"mutation.webhook.admission.k8s.io/round_0_index_0":"{\"configuration\":\"a\",\"webhook\":\"w.a\",\"mutated\":true}","mutation.webhook.admission.k8s.io/round_0_index_1":"{\"configuration\":\"b\",\"webhook\":\"w.b\",\"mutated\":false}"}},{"annotations":{"mutation.webhook.admission.k8s.io/round_1_index_0":"\"mutated\":true","mutation.webhook.admission.k8s.io/round_1_index_0":null},"ANNOTATIONS":null,"Annotations":{"mutation.webhook.admission.k8s.io/round_":"\"mutated\":true","mutation.webhook.admission.k8s.io/round_2":"x\"mutated\":true"}}]}`,
+		// Legacy members and values over the bound.
+		`{"items":[{"level":"Metadata","timestamp":"2018-01-10T10:21:55Z"},{"TIMESTAMP":"2018-01-10T10:21:55.5+02:00","timestamp":null},{"stageTimestamp":"2026-11-21T04:04:30.286101Z","timestamp":"2018-01-10T10:21:55Z"}]}`,
+		`{"items":[{"verb":"` + strings.Repeat("v", DefaultMaxValueBytes) + `é","user":{"username":"` + strings.Repeat("é", DefaultMaxValueBytes) + `"}}]}`,
 	} {
+		f.Add([]byte(seed))
+	}
+	for _, seed := range widerInputs {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstReference(t, data)
+		widerReading.check(t, data)
 		var ev Event
 		_ = NewDecoder(16).DecodeEvent(data, &ev)
 	})

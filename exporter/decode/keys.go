@@ -2,122 +2,98 @@ package decode
 
 import "encoding/binary"
 
-// keyTable speeds up member keys of one object type: the API server writes the fields of an
-// audit object in the order of the Go struct, so the next key is almost always one of the next
-// few in that order. A predicted key is matched with one compare of `"name":` against the input,
-// without scanning the key as a string; anything else takes the general path.
-type keyTable struct {
-	order   []keyEntry
-	resolve func(key []byte) int
+// Member keys are predicted: the API server writes the members of an audit object in the order
+// of the Go struct, which is the order of the schema's rows, so the next key is almost always one
+// of the next few rows. A predicted key is matched with one compare of `"name":` against the
+// input, without scanning the key as a string.
+
+// keyToken is a member key, quoted with its colon, as the first member and after a comma.
+type keyToken struct{ bare, comma token }
+
+// token is a literal of up to 32 bytes held as masked little-endian words (unused words have a
+// zero mask), compared without a call to memequal.
+type token struct {
+	text string
+	w, m [4]uint64
 }
 
-type keyEntry struct {
-	name   string
-	quoted string // `"name":`
-	index  int    // resolve(name)
-	// words and masks hold quoted as little-endian words (the last one masked), so that a
-	// candidate is ruled out with one compare and confirmed with a few more, without a call.
-	words, masks [4]uint64
-	nwords       int
-}
-
-// lookahead is how many upcoming keys are tried, covering omitted optional fields.
-const lookahead = 6
-
-func newKeyTable(order []string, resolve func(key []byte) int) *keyTable {
-	t := &keyTable{resolve: resolve}
-	for _, name := range order {
-		e := keyEntry{name: name, quoted: `"` + name + `":`, index: resolve([]byte(name))}
-		if len(e.quoted) > 8*len(e.words) {
-			panic("decode: key too long for keyTable: " + name)
+func newToken(text string) token {
+	if len(text) > 32 {
+		panic("decode: token too long: " + text)
+	}
+	t := token{text: text}
+	var buf [32]byte
+	copy(buf[:], text)
+	for j := 0; 8*j < len(text); j++ {
+		t.w[j] = binary.LittleEndian.Uint64(buf[8*j:])
+		t.m[j] = ^uint64(0)
+		if r := len(text) - 8*j; r < 8 {
+			t.m[j] >>= 64 - 8*r
 		}
-		var buf [8 * 4]byte
-		copy(buf[:], e.quoted)
-		e.nwords = (len(e.quoted) + 7) / 8
-		for j := range e.nwords {
-			e.words[j] = binary.LittleEndian.Uint64(buf[8*j:])
-			e.masks[j] = ^uint64(0)
-			if n := len(e.quoted) - 8*j; n < 8 {
-				e.masks[j] >>= 64 - 8*n
-			}
-		}
-		t.order = append(t.order, e)
 	}
 	return t
 }
 
-var (
-	eventKeys = newKeyTable([]string{
-		"kind", "apiVersion", "level", "auditID", "stage", "requestURI", "verb", "user", "impersonatedUser",
-		"authenticationMetadata", "sourceIPs", "userAgent", "objectRef", "responseStatus", "requestObject",
-		"responseObject", "requestReceivedTimestamp", "stageTimestamp", "annotations",
-	}, eventField)
-	userKeys = newKeyTable([]string{"username", "uid", "groups", "extra"},
-		func(k []byte) int { return fieldIndex(k, userFields) })
-	objectRefKeys = newKeyTable([]string{
-		"resource", "namespace", "name", "uid", "apiGroup", "apiVersion", "resourceVersion", "subresource",
-	}, func(k []byte) int { return fieldIndex(k, objectRefFields) })
-	statusKeys = newKeyTable([]string{"kind", "apiVersion", "metadata", "status", "message", "reason", "details", "code"},
-		func(k []byte) int { return fieldIndex(k, statusFields) })
-)
+// matchWords reports whether the 32 bytes held in w0…w3 start with t.
+func (t *token) matchWords(w0, w1, w2, w3 uint64) bool {
+	return w0&t.m[0] == t.w[0] && w1&t.m[1] == t.w[1] && w2&t.m[2] == t.w[2] && w3&t.m[3] == t.w[3]
+}
+
+// matchNearEnd reports whether data, of which fewer than 32 bytes are left, continues with t at p.
+func (t *token) matchNearEnd(data []byte, p int) bool {
+	return len(data)-p >= len(t.text) && string(data[p:p+len(t.text)]) == t.text
+}
+
+// lookahead is how many upcoming rows the general path tries, covering omitted optional members.
+const lookahead = 6
 
 // field advances to the next member of the current object, consumes its key and colon, and
-// returns the key's index as t resolves it; ok is false after the closing '}'. cursor carries the
-// position in t.order between calls and starts at 0.
-func (s *scanner) field(first bool, t *keyTable, cursor *int) (index int, ok bool, err error) {
+// returns its row in sch, matched as encoding/json matches keys to struct fields (exactly, else
+// under case folding), or nil for a key sch does not list; ok is false after the closing '}'.
+// cursor carries the position in sch between calls and starts at 0.
+func (s *scanner) field(first bool, sch *schema, cursor *int) (m *member, ok bool, err error) {
 	c := s.peek()
 	if c == '}' {
 		s.pos++
 		s.depth--
-		return 0, false, nil
+		return nil, false, nil
 	}
 	if !first {
 		if c != ',' {
-			return 0, false, s.errorf("want ',' or '}' in object")
+			return nil, false, s.errorf("want ',' or '}' in object")
 		}
 		s.pos++
 		c = s.peek()
 	}
 	if c != '"' {
-		return 0, false, s.errorf("want string key")
+		return nil, false, s.errorf("want string key")
 	}
-	rest := s.data[s.pos:]
-	if len(rest) >= 8*len(t.order[0].words) {
-		w := binary.LittleEndian.Uint64(rest)
-		end := min(*cursor+lookahead, len(t.order))
+	if rest := s.data[s.pos:]; len(rest) >= 32 {
+		w0, w1 := binary.LittleEndian.Uint64(rest), binary.LittleEndian.Uint64(rest[8:])
+		w2, w3 := binary.LittleEndian.Uint64(rest[16:]), binary.LittleEndian.Uint64(rest[24:])
+		end := min(*cursor+lookahead, len(sch.members))
 		for k := *cursor; k < end; k++ {
-			e := &t.order[k]
-			if w&e.masks[0] != e.words[0] || !e.matchTail(rest) {
-				continue
+			if m := &sch.members[k]; m.key.bare.matchWords(w0, w1, w2, w3) {
+				s.pos += len(m.key.bare.text)
+				*cursor = k + 1
+				return m, true, nil
 			}
-			s.pos += len(e.quoted)
-			*cursor = k + 1
-			return e.index, true, nil
 		}
 	}
 	key, err := s.str()
 	if err != nil {
-		return 0, false, err
+		return nil, false, err
 	}
 	if s.peek() != ':' {
-		return 0, false, s.errorf("want ':' after key")
+		return nil, false, s.errorf("want ':' after key")
 	}
 	s.pos++
-	for k := range t.order {
-		if t.order[k].name == string(key) {
-			*cursor = k + 1
-			break
-		}
+	if k := sch.exact(key); k >= 0 {
+		*cursor = k + 1
+		return &sch.members[k], true, nil
 	}
-	return t.resolve(key), true, nil
-}
-
-// matchTail compares words 1.. of e.quoted with rest, which holds at least 32 bytes.
-func (e *keyEntry) matchTail(rest []byte) bool {
-	for j := 1; j < e.nwords; j++ {
-		if binary.LittleEndian.Uint64(rest[8*j:])&e.masks[j] != e.words[j] {
-			return false
-		}
+	if k := sch.folded(key); k >= 0 {
+		return &sch.members[k], true, nil
 	}
-	return true
+	return nil, true, nil
 }

@@ -9,12 +9,14 @@ import (
 )
 
 // ScanLines calls line for every non-blank line of r (the log backend's JSON-lines format) and
-// tooLong for every line longer than maxLineBytes, which is skipped without being buffered. The
-// slice passed to line is only valid during the call. Only read errors are returned.
-func ScanLines(r io.Reader, maxLineBytes int, line func([]byte), tooLong func()) error {
+// tooLong for every line longer than maxLineBytes, which is skipped without being buffered; both
+// get the line's number (from 1). The slice passed to line is only valid during the call. Only
+// read errors are returned.
+func ScanLines(r io.Reader, maxLineBytes int, line func(n int, b []byte), tooLong func(n int)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
 	long := false
+	n := 1
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !long {
@@ -28,11 +30,12 @@ func ScanLines(r io.Reader, maxLineBytes int, line func([]byte), tooLong func())
 			continue // the line goes on
 		}
 		if long {
-			tooLong()
+			tooLong(n)
 		} else if trimmed := bytes.TrimSpace(buf); len(trimmed) > 0 {
-			line(trimmed)
+			line(n, trimmed)
 		}
 		buf, long = buf[:0], false
+		n++
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil

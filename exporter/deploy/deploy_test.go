@@ -6,6 +6,8 @@ package deploy_test
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/loopwatch/loopwatch/exporter"
 	"github.com/loopwatch/loopwatch/exporter/cli"
 )
 
@@ -91,6 +94,8 @@ func TestExporterManifestsDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinds := map[string]bool{}
+	var deployment appsv1.Deployment
+	var monitor serviceMonitor
 	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
 		var meta struct{ Kind string }
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
@@ -99,21 +104,17 @@ func TestExporterManifestsDecode(t *testing.T) {
 		kinds[meta.Kind] = true
 		switch meta.Kind {
 		case "Deployment":
-			var d appsv1.Deployment
-			if err := yaml.UnmarshalStrict(doc, &d); err != nil {
+			if err := yaml.UnmarshalStrict(doc, &deployment); err != nil {
 				t.Fatalf("deployment: %v", err)
-			}
-			args := d.Spec.Template.Spec.Containers[0].Args
-			if args[0] != "exporter" {
-				t.Fatalf("first arg %q, want the exporter subcommand", args[0])
-			}
-			if err := cli.NewExporterCommand().Flags().Parse(args[1:]); err != nil {
-				t.Errorf("deployment args are not accepted by the exporter command: %v", err)
 			}
 		case "Service":
 			var s corev1.Service
 			if err := yaml.UnmarshalStrict(doc, &s); err != nil {
 				t.Fatalf("service: %v", err)
+			}
+		case "ServiceMonitor":
+			if err := yaml.Unmarshal(doc, &monitor); err != nil {
+				t.Fatalf("servicemonitor: %v", err)
 			}
 		}
 	}
@@ -121,5 +122,158 @@ func TestExporterManifestsDecode(t *testing.T) {
 		if !kinds[k] {
 			t.Errorf("exporter.yaml has no %s", k)
 		}
+	}
+	opts := exporterOptions(t, deployment)
+	pod := deployment.Spec.Template.Spec
+	t.Run("the ServiceMonitor presents the token /metrics takes", func(t *testing.T) {
+		if opts.Server.MetricsOpen || opts.Server.MetricsTokenFile == "" {
+			t.Fatalf("/metrics open %v, scrape token file %q: want it authenticated by a token", opts.Server.MetricsOpen, opts.Server.MetricsTokenFile)
+		}
+		secret := secretMountedAt(t, pod, filepath.Dir(opts.Server.MetricsTokenFile))
+		if len(monitor.Spec.Endpoints) != 1 {
+			t.Fatalf("%d endpoints", len(monitor.Spec.Endpoints))
+		}
+		auth := monitor.Spec.Endpoints[0].Authorization
+		if auth.Type != "Bearer" || auth.Credentials.Name != secret || auth.Credentials.Key != filepath.Base(opts.Server.MetricsTokenFile) {
+			t.Fatalf("ServiceMonitor authorization %+v, want Bearer from secret %q key %q", auth, secret, filepath.Base(opts.Server.MetricsTokenFile))
+		}
+	})
+	t.Run("the memory limit is above the exporter's memory bound", func(t *testing.T) {
+		bound, err := exporter.MemoryBound(opts.Exporter, opts.Server)
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit := pod.Containers[0].Resources.Limits.Memory().Value()
+		if limit < bound.Total()*5/4 {
+			t.Fatalf("memory limit %d bytes, bound %d: want a quarter of headroom for the runtime", limit, bound.Total())
+		}
+	})
+}
+
+// serviceMonitor is the part of a monitoring.coreos.com/v1 ServiceMonitor the test reads (the
+// real API server checks the whole against the CRD in TestDeployFilesOnTheRealAPIServer).
+type serviceMonitor struct {
+	Spec struct {
+		Endpoints []struct {
+			Authorization struct {
+				Type        string
+				Credentials struct{ Name, Key string }
+			}
+		}
+	}
+}
+
+// exporterOptions parses the exporter container's arguments as the command does.
+func exporterOptions(t *testing.T, d appsv1.Deployment) cli.ExporterOptions {
+	t.Helper()
+	args := d.Spec.Template.Spec.Containers[0].Args
+	if args[0] != "exporter" {
+		t.Fatalf("first arg %q, want the exporter subcommand", args[0])
+	}
+	opts, err := cli.ParseExporterArgs(args[1:])
+	if err != nil {
+		t.Fatalf("deployment args are not accepted by the exporter command: %v", err)
+	}
+	return opts
+}
+
+// secretMountedAt returns the name of the secret mounted at dir in the exporter container.
+func secretMountedAt(t *testing.T, pod corev1.PodSpec, dir string) string {
+	t.Helper()
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if m.MountPath != dir {
+			continue
+		}
+		for _, v := range pod.Volumes {
+			if v.Name == m.Name && v.Secret != nil {
+				return v.Secret.SecretName
+			}
+		}
+	}
+	t.Fatalf("no secret mounted at %s", dir)
+	return ""
+}
+
+// kubeadmAudit is the part of kubeadm-apiserver-audit.yaml the test reads.
+type kubeadmAudit struct {
+	APIVersion, Kind string
+	APIServer        struct {
+		ExtraArgs []struct{ Name, Value string } `json:"extraArgs"`
+	} `json:"apiServer"`
+}
+
+// apiServerAuditArgs returns the kube-apiserver flags of kubeadm-apiserver-audit.yaml, as
+// --name=value.
+func apiServerAuditArgs(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("kubeadm-apiserver-audit.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg kubeadmAudit
+	if err := yaml.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.APIVersion != "kubeadm.k8s.io/v1beta4" || cfg.Kind != "ClusterConfiguration" {
+		t.Fatalf("%s %s, want a kubeadm.k8s.io/v1beta4 ClusterConfiguration", cfg.APIVersion, cfg.Kind)
+	}
+	var args []string
+	for _, a := range cfg.APIServer.ExtraArgs {
+		args = append(args, "--"+a.Name+"="+a.Value)
+	}
+	return args
+}
+
+// TestAPIServerFlagsKeepBatchesBelowTheExporterLimit checks that the deploy file's API server
+// flags turn truncation on and keep every batch (in bytes and in events) within what the
+// exporter's Deployment accepts. (TestDeployFilesOnTheRealAPIServer starts kube-apiserver with
+// them: it refuses unknown flags and invalid values.)
+func TestAPIServerFlagsKeepBatchesBelowTheExporterLimit(t *testing.T) {
+	flags := map[string]string{}
+	for _, a := range apiServerAuditArgs(t) {
+		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		flags[name] = value
+	}
+	number := func(name string) int64 {
+		v, err := strconv.ParseInt(flags[name], 10, 64)
+		if err != nil {
+			t.Fatalf("--%s=%q: %v", name, flags[name], err)
+		}
+		return v
+	}
+	b, err := os.ReadFile("exporter.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployment appsv1.Deployment
+	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
+		if bytes.Contains(doc, []byte("kind: Deployment")) {
+			if err := yaml.Unmarshal(doc, &deployment); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	opts := exporterOptions(t, deployment)
+	cases := []struct {
+		name string
+		ok   bool
+	}{
+		{"batch mode", flags["audit-webhook-mode"] == "batch"},
+		{"truncation is on", flags["audit-webhook-truncate-enabled"] == "true"},
+		// Batch mode hands the truncating backend one event at a time: it cuts events, it does not
+		// split batches. A batch is at most batch-max-size events of max-event-size bytes (plus
+		// the list's punctuation).
+		{"a batch of the largest events fits the exporter's body limit",
+			number("audit-webhook-batch-max-size")*(number("audit-webhook-truncate-max-event-size")+1)+1024 <= opts.Server.MaxBodyBytes},
+		{"events are cut below the batch size", number("audit-webhook-truncate-max-event-size") <= number("audit-webhook-truncate-max-batch-size")},
+		{"the batch size says the same bound", number("audit-webhook-truncate-max-batch-size") == number("audit-webhook-batch-max-size")*number("audit-webhook-truncate-max-event-size")},
+		{"batches hold no more events than the exporter's limit", number("audit-webhook-batch-max-size") <= int64(opts.Exporter.MaxBatchEvents)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.ok {
+				t.Fatalf("not so: API server flags %v, exporter max body %d, max events %d", flags, opts.Server.MaxBodyBytes, opts.Exporter.MaxBatchEvents)
+			}
+		})
 	}
 }

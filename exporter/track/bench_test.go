@@ -27,7 +27,7 @@ func BenchmarkBytesPerTrackedObject(b *testing.B) {
 		}
 		for i, n := range names {
 			ev := decode.Event{Verb: "update", Stage: decode.StageResponseComplete, Code: 200, Username: "u", Resource: "configmaps", Namespace: "ns", Name: n, StageTimestamp: t0.Add(time.Duration(i) * time.Microsecond)}
-			tr.observe(&ev, t0)
+			tr.observe(&ev, t0, tr.hashesOf(&ev))
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&m1)

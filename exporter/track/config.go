@@ -10,6 +10,7 @@ package track
 import (
 	"errors"
 	"time"
+	"unsafe"
 )
 
 // OtherLabel is the label value for actors and resources outside the bounded label sets.
@@ -156,3 +157,25 @@ func (c Config) withDefaults() (Config, error) {
 }
 
 var errSinkRequired = errors.New("tracker needs a sink")
+
+// MemoryBound is the most memory a tracker with this configuration holds, whatever the events,
+// when no kept string is longer than maxValueBytes: the object table, the actor candidates and
+// labels, the name cache, the group/resource pairs and the three offender tables.
+func (c Config) MemoryBound(maxValueBytes int) (int64, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return 0, err
+	}
+	v := int64(maxValueBytes)
+	str := int64(unsafe.Sizeof("")) + v
+	objects := int64(len(newObjectTable(c.MaxObjects, 1).slots)) * int64(unsafe.Sizeof(objectState{}))
+	const mapEntry = 48 // a map slot with its hash and control bytes, rounded up
+	candidates := int64(c.Candidates) * (int64(unsafe.Sizeof(candidate{})) + v + 8 + mapEntry)
+	labels := int64(c.TopK) * (str + mapEntry)
+	names := int64(len(newNameCache(4*c.Candidates).slots)) * (int64(unsafe.Sizeof(nameSlot{})) + v)
+	resources := int64(c.MaxResources) * (2*str + mapEntry)
+	// An offender names its object (five strings) and up to two actors, or a race its pods.
+	offender := 7*str + int64(c.MaxRacePods)*str + 256
+	offenders := 3 * int64(c.MaxOffenders) * (offender + mapEntry)
+	return objects + candidates + labels + names + resources + offenders, nil
+}

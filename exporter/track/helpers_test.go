@@ -58,6 +58,9 @@ type write struct {
 	actor, pod, name string
 	code             int32
 	at               time.Duration
+	// manager is the fieldManager parameter, agent the user agent, webhook the mutating webhook
+	// annotation's value.
+	manager, agent, webhook string
 }
 
 func (w write) event() decode.Event {
@@ -68,6 +71,7 @@ func (w write) event() decode.Event {
 	return decode.Event{
 		Verb: "patch", Stage: decode.StageResponseComplete, Username: w.actor, Pod: w.pod,
 		Resource: "configmaps", Namespace: "default", Name: w.name, Code: code, StageTimestamp: t0.Add(w.at),
+		FieldManager: w.manager, MutatingWebhook: w.webhook, UserAgent: w.agent,
 	}
 }
 

@@ -40,6 +40,18 @@ type Fight struct {
 	Handoffs int       `json:"handoffs"`
 	First    time.Time `json:"first"`
 	Last     time.Time `json:"last"`
+	// FieldManagerA and FieldManagerB are the field managers the two actors write under (see
+	// decode.Event.Manager), UserAgentA and UserAgentB their user agents: the first seen of each.
+	FieldManagerA string `json:"fieldManagerA,omitempty"`
+	FieldManagerB string `json:"fieldManagerB,omitempty"`
+	UserAgentA    string `json:"userAgentA,omitempty"`
+	UserAgentB    string `json:"userAgentB,omitempty"`
+	// MutatingWebhook is the mutating admission webhook ("<configuration>/<webhook>") that
+	// changed writes of the fight, the first seen; MutatedActor is whose writes it changed. A
+	// webhook that rewrites what one actor writes can make the other undo it: the fight is the
+	// webhook's as much as theirs.
+	MutatingWebhook string `json:"mutatingWebhook,omitempty"`
+	MutatedActor    string `json:"mutatedActor,omitempty"`
 }
 
 // HotObject is one object rewritten by one actor faster than the threshold.
@@ -51,6 +63,13 @@ type HotObject struct {
 	Writes int       `json:"writes"`
 	First  time.Time `json:"first"`
 	Last   time.Time `json:"last"`
+	// FieldManager and UserAgent are the actor's (see decode.Event.Manager), the first seen.
+	FieldManager string `json:"fieldManager,omitempty"`
+	UserAgent    string `json:"userAgent,omitempty"`
+	// MutatingWebhook is the mutating admission webhook ("<configuration>/<webhook>") that
+	// changed the actor's writes, the first seen: a controller that keeps writing back what a
+	// webhook rewrites loops with it.
+	MutatingWebhook string `json:"mutatingWebhook,omitempty"`
 }
 
 // WritesPerSecond is the hot object's write rate over its span (Writes when the span is zero).

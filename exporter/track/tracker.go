@@ -3,6 +3,7 @@ package track
 import (
 	"hash/maphash"
 	"math"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -71,10 +72,22 @@ type Tracker struct {
 
 	fightWindow, hotWindow, raceWindow uint32
 
-	// obs is the observation handed to the sink; counts marks the events of the batch being
-	// observed that count. Both are reused from batch to batch.
+	// obs is the observation handed to the sink, w the write being tracked; hashes holds, for
+	// each event of the batch being observed, its actor's and object's hashes, or zero when the
+	// event does not count. All are reused from batch to batch.
 	obs    Observation
-	counts []bool
+	w      objectWrite
+	hashes []eventHashes
+}
+
+// eventHashes are an event's actor and object hashes, computed once per event: they key the
+// tracker's state and, combined (Subject), the caller's deduplication.
+type eventHashes struct{ actor, object uint64 }
+
+// Subject combines the actor and object hashes: who did what to which object, for a
+// deduplicator's key.
+func (h eventHashes) subject() uint64 {
+	return (h.actor ^ bits.RotateLeft64(h.object, 31)) * 0x9e3779b97f4a7c15
 }
 
 // New returns a tracker reporting to sink.
@@ -105,43 +118,94 @@ func New(cfg Config, sink Sink) (*Tracker, error) {
 	}, nil
 }
 
-// ObserveBatch tracks the counted events of a batch (ResponseComplete and Panic stages; the
-// others are ignored) and returns how many were counted. skip, when non-nil, lets the caller drop
-// duplicates: it is called for every event at a counted stage, in order, before any is tracked.
-func (t *Tracker) ObserveBatch(events []decode.Event, skip func(*decode.Event) bool) (counted int) {
+// BatchResult says what became of the events of a batch.
+type BatchResult struct {
+	// Counted events were tracked.
+	Counted int
+	// IgnoredStage events are at a stage that does not complete a request.
+	IgnoredStage int
+	// Unattributable events complete a request but name no verb or no user.
+	Unattributable int
+	// Skipped events were dropped by the caller's skip function (duplicates).
+	Skipped int
+}
+
+// classify says what becomes of an event before skip is asked.
+func classify(ev *decode.Event, r *BatchResult) bool {
+	switch {
+	case !ev.Counts():
+		r.IgnoredStage++
+	case !ev.Attributable():
+		r.Unattributable++
+	default:
+		return true
+	}
+	return false
+}
+
+// SkipFunc lets the caller of ObserveBatch and Observe drop an attributable event before it is
+// tracked (a duplicate): it is called with the tracker's lock held, so it needs no lock of its
+// own, and gets the event's subject, a hash of its actor and object (with the tracker's random
+// seed), so that it need not hash them again.
+type SkipFunc func(ev *decode.Event, subject uint64) bool
+
+// ObserveBatch tracks the attributable events of a batch (decode.Event.Attributable: at a stage
+// that completes a request, with a verb and a user); the others are ignored. skip, when non-nil,
+// is called for every attributable event, in order, before any is tracked.
+func (t *Tracker) ObserveBatch(events []decode.Event, skip SkipFunc) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.cfg.Now()
 	t.maybeDecay(now)
 	// skip runs over the whole batch first, in a loop of its own: a deduplicator's lookups are
 	// cache misses, and back to back the processor overlaps them instead of waiting for each.
-	counts := t.counts[:0]
+	hashes := t.hashes[:0]
 	for i := range events {
 		ev := &events[i]
-		counts = append(counts, ev.Counts() && (skip == nil || !skip(ev)))
+		var h eventHashes
+		if classify(ev, &r) {
+			h = t.hashesOf(ev)
+			if skip != nil && skip(ev, h.subject()) {
+				h = eventHashes{}
+				r.Skipped++
+			}
+		}
+		hashes = append(hashes, h)
 	}
-	t.counts = counts
+	t.hashes = hashes
 	for i := range events {
-		if counts[i] {
-			t.observe(&events[i], now)
-			counted++
+		if hashes[i].actor != 0 {
+			t.observe(&events[i], now, hashes[i])
+			r.Counted++
 		}
 	}
 	t.objects.sweepDue(t.lastSeconds(now))
-	return counted
+	return r
 }
 
-// Observe tracks one event; it reports whether the event was counted.
-func (t *Tracker) Observe(ev *decode.Event) bool {
+// Observe tracks one event, unless it is not attributable or skip (when non-nil) drops it; it
+// reports what became of it.
+func (t *Tracker) Observe(ev *decode.Event, skip SkipFunc) (r BatchResult) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !ev.Counts() {
-		return false
+	if !classify(ev, &r) {
+		return r
+	}
+	h := t.hashesOf(ev)
+	if skip != nil && skip(ev, h.subject()) {
+		r.Skipped++
+		return r
 	}
 	now := t.cfg.Now()
 	t.maybeDecay(now)
-	t.observe(ev, now)
-	return true
+	t.observe(ev, now, h)
+	r.Counted++
+	return r
+}
+
+// hashesOf hashes an attributable event's actor (never 0) and object.
+func (t *Tracker) hashesOf(ev *decode.Event) eventHashes {
+	return eventHashes{actor: t.actorHash(ev.Actor()), object: t.objectHash(ev)}
 }
 
 func (t *Tracker) maybeDecay(now time.Time) {
@@ -222,9 +286,22 @@ func objectRef(ev *decode.Event) ObjectRef {
 	return ObjectRef{Group: ev.APIGroup, Resource: ev.Resource, Namespace: ev.Namespace, Name: ev.Name, Subresource: ev.Subresource}
 }
 
-func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
-	actor := ev.Actor()
-	ah := t.actorHash(actor)
+// objectWrite is what the detections share about one successful or conflicting write to a named
+// object. The tracker keeps one and refills it for every write, so that passing it costs nothing.
+type objectWrite struct {
+	o     *Observation
+	st    *objectState // the object's state
+	key   uint64       // the object's hash
+	ah    uint64       // the actor's hash
+	now   uint32       // the event's time on the tracker's scale
+	ts    time.Time    // the event's time
+	clock time.Time    // the tracker's clock, for the offender tables' expiry
+	// conflict says the write was answered 409 (only replica races count those).
+	conflict bool
+}
+
+func (t *Tracker) observe(ev *decode.Event, clock time.Time, h eventHashes) {
+	actor, ah := ev.Actor(), h.actor
 	// The observation is handed to the sink through an interface, which would move a local to the
 	// heap on every event; the tracker's own (guarded by its lock) is reused instead.
 	o := &t.obs
@@ -243,51 +320,52 @@ func (t *Tracker) observe(ev *decode.Event, clock time.Time) {
 	if ev.Name == "" || !success && !conflict {
 		return
 	}
-	ts := ev.StageTimestamp
+	ts := ev.When()
 	if ts.IsZero() {
 		ts = clock
 	}
-	now := t.seconds(ts)
-	key := t.objectHash(ev)
-	st, _ := t.objects.get(key, now)
-	st.seen = now
+	w := &t.w
+	*w = objectWrite{o: o, key: h.object, ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
+	w.st, _ = t.objects.get(w.key, w.now)
+	w.st.seen = w.now
 	t.names.put(ah, actor)
 	if ev.Pod != "" && ev.ImpersonatedUsername == "" {
-		t.trackRace(ev, st, key, actor, ah, now, ts, clock, conflict)
+		t.trackRace(w)
 	}
 	if !success {
 		return
 	}
-	t.trackFight(o, st, key, ah, now, ts, clock)
-	t.trackHot(ev, st, key, actor, ah, now, ts, clock)
-	st.actor = ah
+	t.trackFight(w)
+	t.trackHot(w)
+	w.st.actor = ah
 }
 
-func (t *Tracker) trackRace(ev *decode.Event, st *objectState, key uint64, actor string, ah uint64, now uint32, ts, clock time.Time, conflict bool) {
+func (t *Tracker) trackRace(w *objectWrite) {
+	ev, st := w.o.Event, w.st
 	var ph maphash.Hash
 	ph.SetSeed(t.seed)
-	ph.WriteString(actor)
+	ph.WriteString(w.o.Actor)
 	ph.WriteByte(0)
 	ph.WriteString(ev.Pod)
 	pod := ph.Sum64() | 1
 	t.names.put(pod, ev.Pod)
-	a32 := uint32(ah)
-	r := t.races.get(key, clock)
-	if r == nil && st.pod != 0 && st.pod != pod && st.podActor == a32 && now-st.podAt <= t.raceWindow {
-		r = t.races.add(key, Race{
-			Object: objectRef(ev), Actor: actor, Pods: []string{t.names.get(st.pod)}, Writes: 1,
+	a32 := uint32(w.ah)
+	r := t.races.get(w.key, w.clock)
+	if r == nil && st.pod != 0 && st.pod != pod && st.podActor == a32 && w.now-st.podAt <= t.raceWindow {
+		r = t.races.add(w.key, Race{
+			Object: objectRef(ev), Actor: w.o.Actor, Pods: []string{t.names.get(st.pod)}, Writes: 1,
 			First: t.timeOf(st.podAt),
-		}, clock)
+		}, w.clock)
 	}
-	if r != nil && r.Actor == actor {
+	if r != nil && r.Actor == w.o.Actor {
 		r.Writes++
-		if conflict {
+		if w.conflict {
 			r.Conflicts++
 		}
-		r.Last = ts
+		r.Last = w.ts
 		r.Pods = addPod(r.Pods, ev.Pod, t.cfg.MaxRacePods)
 	}
-	st.pod, st.podAt, st.podActor = pod, now, a32
+	st.pod, st.podAt, st.podActor = pod, w.now, a32
 }
 
 // addPod inserts pod into the sorted set pods, bounded by max.
@@ -305,57 +383,101 @@ func addPod(pods []string, pod string, max int) []string {
 	return pods
 }
 
-func (t *Tracker) trackFight(o *Observation, st *objectState, key uint64, ah uint64, now uint32, ts, clock time.Time) {
-	if st.actor == 0 || st.actor == ah {
+func (t *Tracker) trackFight(w *objectWrite) {
+	o, st := w.o, w.st
+	if st.actor == 0 || st.actor == w.ah {
 		return
 	}
 	from := t.names.get(st.actor)
 	t.sink.Handoff(o, from, t.actors.label(st.actor))
-	if st.other == ah && now-st.fightFrom <= t.fightWindow {
+	if st.other == w.ah && w.now-st.fightFrom <= t.fightWindow {
 		if st.handoffs < math.MaxUint16 {
 			st.handoffs++
 		}
 	} else {
-		st.handoffs, st.fightFrom = 1, now
+		st.handoffs, st.fightFrom = 1, w.now
 	}
 	st.other = st.actor
 	a, b := o.Actor, from
 	if b < a {
 		a, b = b, a
 	}
-	f := t.fights.get(key, clock)
+	f := t.fights.get(w.key, w.clock)
 	switch {
 	case f != nil && f.ActorA == a && f.ActorB == b:
 		f.Handoffs++
-		f.Last = ts
+		f.Last = w.ts
 	case int(st.handoffs) >= t.cfg.FightHandoffs:
-		v := Fight{Object: objectRef(o.Event), ActorA: a, ActorB: b, Handoffs: int(st.handoffs), First: t.timeOf(st.fightFrom), Last: ts}
+		v := Fight{Object: objectRef(o.Event), ActorA: a, ActorB: b, Handoffs: int(st.handoffs), First: t.timeOf(st.fightFrom), Last: w.ts}
 		if f != nil {
 			*f = v
 		} else {
-			t.fights.add(key, v, clock)
+			f = t.fights.add(w.key, v, w.clock)
 		}
+	default:
+		return
+	}
+	if f != nil {
+		describeFight(f, o)
 	}
 }
 
-func (t *Tracker) trackHot(ev *decode.Event, st *objectState, key uint64, actor string, ah uint64, now uint32, ts, clock time.Time) {
-	if st.actor == ah && now-st.hotFrom <= t.hotWindow {
+// describeFight fills what the fight does not know yet about the writer of o: its field manager
+// and user agent, and the mutating webhook that changed its write.
+func describeFight(f *Fight, o *Observation) {
+	ev := o.Event
+	manager, agent := &f.FieldManagerA, &f.UserAgentA
+	if o.Actor == f.ActorB {
+		manager, agent = &f.FieldManagerB, &f.UserAgentB
+	}
+	if *manager == "" {
+		*manager = ev.Manager()
+	}
+	if *agent == "" {
+		*agent = ev.UserAgent
+	}
+	if f.MutatingWebhook == "" && ev.MutatingWebhook != "" {
+		f.MutatingWebhook, f.MutatedActor = decode.ParseMutatingWebhook(ev.MutatingWebhook), o.Actor
+	}
+}
+
+// describeHot fills what the hot object does not know yet about its actor's write ev.
+func describeHot(h *HotObject, ev *decode.Event) {
+	if h.FieldManager == "" {
+		h.FieldManager = ev.Manager()
+	}
+	if h.UserAgent == "" {
+		h.UserAgent = ev.UserAgent
+	}
+	if h.MutatingWebhook == "" && ev.MutatingWebhook != "" {
+		h.MutatingWebhook = decode.ParseMutatingWebhook(ev.MutatingWebhook)
+	}
+}
+
+func (t *Tracker) trackHot(w *objectWrite) {
+	st, actor := w.st, w.o.Actor
+	if st.actor == w.ah && w.now-st.hotFrom <= t.hotWindow {
 		if st.hotWrites < math.MaxUint16 {
 			st.hotWrites++
 		}
 	} else {
-		st.hotWrites, st.hotFrom = 1, now
+		st.hotWrites, st.hotFrom = 1, w.now
 	}
-	h := t.hot.get(key, clock)
+	h := t.hot.get(w.key, w.clock)
 	switch {
 	case h != nil && h.Actor == actor:
 		h.Writes++
-		h.Last = ts
+		h.Last = w.ts
 	case h != nil && int(st.hotWrites) >= t.cfg.HotWrites:
-		*h = HotObject{Object: objectRef(ev), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: ts}
+		*h = HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
 	case h == nil && t.admitHot(int(st.hotWrites)):
-		v := HotObject{Object: objectRef(ev), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: ts}
-		t.hot.add(key, v, clock)
+		v := HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
+		h = t.hot.add(w.key, v, w.clock)
+	default:
+		return
+	}
+	if h != nil {
+		describeHot(h, w.o.Event)
 	}
 }
 

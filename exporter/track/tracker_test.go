@@ -118,7 +118,7 @@ func TestTrackerDetections(t *testing.T) {
 			tr, _, _ := newTestTracker(t, Config{HotWrites: 20, HotWindow: time.Minute, FightHandoffs: 4, FightWindow: 5 * time.Minute})
 			for _, w := range tc.writes {
 				ev := w.event()
-				tr.Observe(&ev)
+				tr.Observe(&ev, nil)
 			}
 			if got := tr.Fights(); !reflect.DeepEqual(got, nonNil(tc.fights)) {
 				t.Errorf("fights:\n got %+v\nwant %+v", got, tc.fights)
@@ -152,8 +152,8 @@ func TestTrackerReportsToSink(t *testing.T) {
 		{Verb: "patch", Stage: decode.StageRequestReceived, Username: "a", Resource: "pods", Name: "x"},
 		{Verb: "get", Stage: decode.StageResponseComplete, Username: "a", Resource: "pods", Name: "x", Code: 200},
 	}
-	if n := tr.ObserveBatch(events, nil); n != 6 {
-		t.Errorf("counted %d events, want 6", n)
+	if r := tr.ObserveBatch(events, nil); r != (BatchResult{Counted: 6, IgnoredStage: 2}) {
+		t.Errorf("batch result %+v, want 6 counted, 2 at other stages", r)
 	}
 	want := map[string][]string{
 		"writes":    {"a=2", "b=1", "other=1"},
@@ -173,17 +173,17 @@ func TestTrackerReportsToSink(t *testing.T) {
 func TestTrackerDemotesQuietActorsOnDecay(t *testing.T) {
 	tr, sink, clock := newTestTracker(t, Config{TopK: 1, DecayInterval: time.Minute})
 	ev := write{actor: "early", name: "x"}.event()
-	tr.Observe(&ev)
+	tr.Observe(&ev, nil)
 	for i := range 10 {
 		ev := write{actor: "busy", name: "y", at: time.Duration(i) * time.Second}.event()
-		tr.Observe(&ev)
+		tr.Observe(&ev, nil)
 	}
 	if sink.writes["busy"] != 0 || sink.writes["early"] != 1 {
 		t.Fatalf("labels before decay: %v", sink.writes)
 	}
 	clock.Set(t0.Add(2 * time.Minute))
 	ev = write{actor: "busy", name: "y", at: time.Minute}.event()
-	tr.Observe(&ev)
+	tr.Observe(&ev, nil)
 	if !reflect.DeepEqual(sink.demoted, []string{"early"}) || sink.writes["busy"] != 1 {
 		t.Fatalf("after decay: demoted %v, writes %v", sink.demoted, sink.writes)
 	}
@@ -196,7 +196,7 @@ func TestTrackerExpiresOffenders(t *testing.T) {
 	tr, _, clock := newTestTracker(t, Config{OffenderTTL: time.Minute})
 	for _, w := range alternate("a", "b", 8, time.Second) {
 		ev := w.event()
-		tr.Observe(&ev)
+		tr.Observe(&ev, nil)
 	}
 	if len(tr.Fights()) != 1 {
 		t.Fatal("fight not reported")
@@ -212,7 +212,7 @@ func TestTrackerCapsOffenders(t *testing.T) {
 	for _, name := range []string{"a", "b", "c", "d", "e"} {
 		for i := range 2 {
 			ev := write{actor: "ctl", name: name, at: time.Duration(i) * time.Second}.event()
-			tr.Observe(&ev)
+			tr.Observe(&ev, nil)
 		}
 	}
 	if got := len(tr.HotObjects()); got != 3 {
@@ -231,7 +231,7 @@ func TestTrackerDoesNotChurnAFullHotTable(t *testing.T) {
 	for i := range rounds {
 		for o := range objects {
 			ev := write{actor: "ctl", name: fmt.Sprint("cm-", o), at: time.Duration(i) * time.Second}.event()
-			tr.Observe(&ev)
+			tr.Observe(&ev, nil)
 		}
 	}
 	if got := len(tr.HotObjects()); got != 4 {
@@ -279,7 +279,7 @@ func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
 		}
 		batch = append(batch, w.event())
 	}
-	skip := func(*decode.Event) bool { return false }
+	skip := func(*decode.Event, uint64) bool { return false }
 	tr.ObserveBatch(batch, skip) // warm up: sink maps, names, offender tables
 	allocs := testing.AllocsPerRun(20, func() {
 		tr.ObserveBatch(batch, skip)
@@ -289,5 +289,37 @@ func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
 	}
 	if len(tr.HotObjects()) == 0 || len(tr.Fights()) == 0 {
 		t.Fatal("no hot objects or fights: the batch does not exercise the offender tables")
+	}
+}
+
+// TestOffendersNameFieldManagersAndTheMutatingWebhook: a fight in which a mutating webhook rewrites
+// one actor's writes, and a controller looping with a webhook, name the webhook and the field
+// managers (the fieldManager parameter, else the user agent's product).
+func TestOffendersNameFieldManagersAndTheMutatingWebhook(t *testing.T) {
+	const mutated = `{"configuration":"defaults","webhook":"mode.example.com","mutated":true}`
+	tr, _, _ := newTestTracker(t, Config{FightHandoffs: 4, HotWrites: 5})
+	for i := range 8 {
+		w := write{actor: "stamper", name: "shared", at: time.Duration(i) * time.Second, agent: "stamper/v1.0 (linux/amd64)", webhook: mutated}
+		if i%2 == 1 {
+			w = write{actor: "keeper", name: "shared", at: time.Duration(i) * time.Second, manager: "mode-keeper"}
+		}
+		ev := w.event()
+		tr.Observe(&ev, nil)
+	}
+	for i := range 6 {
+		ev := write{actor: "looper", name: "loop", at: time.Duration(i) * 100 * time.Millisecond, agent: "looper/v2", webhook: mutated}.event()
+		tr.Observe(&ev, nil)
+	}
+	fights, hot := tr.Fights(), tr.HotObjects()
+	if len(fights) != 1 || len(hot) != 1 {
+		t.Fatalf("fights %+v, hot %+v", fights, hot)
+	}
+	f, h := fights[0], hot[0]
+	if f.ActorA != "keeper" || f.FieldManagerA != "mode-keeper" || f.FieldManagerB != "stamper" || f.UserAgentB != "stamper/v1.0 (linux/amd64)" ||
+		f.MutatingWebhook != "defaults/mode.example.com" || f.MutatedActor != "stamper" {
+		t.Errorf("fight %+v: want keeper [mode-keeper] and stamper [stamper], webhook defaults/mode.example.com on stamper's writes", f)
+	}
+	if h.Actor != "looper" || h.FieldManager != "looper" || h.MutatingWebhook != "defaults/mode.example.com" {
+		t.Errorf("hot object %+v: want looper [looper], webhook defaults/mode.example.com", h)
 	}
 }

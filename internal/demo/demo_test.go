@@ -3,12 +3,13 @@ package demo
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 )
 
 // TestIncidentsFireTheirAlerts is `make demo` with every incident: on real components, a healthy
-// run stays silent, then each seed incident reproduced by the operator's fault modes fires its
+// run stays silent, then each incident reproduced by the operator's fault modes fires its
 // alert, and the audit-log post-mortem runs.
 func TestIncidentsFireTheirAlerts(t *testing.T) {
 	if testing.Short() {
@@ -31,16 +32,24 @@ func TestIncidentsFireTheirAlerts(t *testing.T) {
 	}
 }
 
-// Every incident the demo shows exists, and every incident names its seed and alert.
+// Every incident the demo shows exists; every incident names its alert, and the labels it
+// expects are labels that alert keeps.
 func TestIncidentTable(t *testing.T) {
 	for _, n := range DemoIncidents {
 		_ = incident(n) // panics when missing
 	}
 	seen := map[string]bool{}
 	for _, inc := range Incidents() {
-		if inc.Seed == "" || inc.Alert == "" || len(inc.Flags) == 0 || seen[inc.Name] {
-			t.Errorf("incident %+v: needs a unique name, a seed, flags and an alert", inc)
+		if inc.Alert == nil || len(inc.Flags) == 0 || seen[inc.Name] {
+			t.Errorf("incident %+v: needs a unique name, flags and an alert", inc)
+			continue
 		}
 		seen[inc.Name] = true
+		kept := inc.Alert.LabelNames(Config())
+		for l := range inc.Labels {
+			if !slices.Contains(kept, l) {
+				t.Errorf("incident %s expects label %q, which %s does not keep (it keeps %v)", inc.Name, l, inc.Alert.FullName(), kept)
+			}
+		}
 	}
 }

@@ -45,7 +45,8 @@ func (x *exporterProcess) webhook() *stack.AuditWebhook {
 
 func (x *exporterProcess) scrapeTarget() stack.ScrapeTarget {
 	return stack.ScrapeTarget{
-		Job: exporterJob, Addresses: []string{x.addr}, Scheme: "https", TLS: &stack.TLSFiles{CAFile: x.certs.caFile},
+		Job: exporterJob, Addresses: []string{x.addr}, Scheme: "https",
+		TLS:    &stack.TLSFiles{CAFile: x.certs.caFile, CertFile: x.certs.clientCert, KeyFile: x.certs.clientKey},
 		Labels: map[string]string{"namespace": "monitoring", "pod": "loopwatch-exporter-0"},
 	}
 }

@@ -9,15 +9,15 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/loopwatch/loopwatch/gen"
 )
 
-// Incident is one seed incident reproduced with the operator's fault modes, and the alert that
-// must catch it.
+// Incident is one controller failure reproduced with the operator's fault modes, and the alert
+// that must catch it.
 type Incident struct {
 	// Name identifies the incident.
 	Name string
-	// Seed is the seed document that describes it.
-	Seed string
 	// What is said when it is injected.
 	What string
 	// Flags are the operator's fault flags.
@@ -26,8 +26,8 @@ type Incident struct {
 	Pods int
 	// Setup prepares the cluster before the operator starts (optional).
 	Setup func(ctx context.Context, e *Environment) error
-	// Alert must fire, with at least Labels.
-	Alert  string
+	// Alert must fire, with at least Labels (which must be among the labels the alert keeps).
+	Alert  *gen.Alert
 	Labels map[string]string
 }
 
@@ -41,40 +41,40 @@ var DemoIncidents = []string{"hot-loop", "write-fight"}
 func Incidents() []Incident {
 	return []Incident{
 		{
-			Name: "n-plus-one", Seed: "000",
+			Name:  "n-plus-one",
 			What:  "every reconcile lists all Backups and GETs each one uncached (--fault-n-plus-one, 55 Backups)",
 			Flags: []string{"--fault-n-plus-one"}, Setup: fleet,
-			Alert: "LoopwatchAPICallsPerReconcileHigh", Labels: map[string]string{"job": operatorJob},
+			Alert: gen.APICallsPerReconcileHigh, Labels: map[string]string{"job": operatorJob},
 		},
 		{
-			Name: "slow-store", Seed: "000",
-			What:  "every store call takes 6s, like seed 000's 45s reconciles (--fault-slow-store=6s)",
+			Name:  "slow-store",
+			What:  "every store call takes 6s, as an overloaded object store does (--fault-slow-store=6s)",
 			Flags: []string{"--fault-slow-store=6s"}, Setup: scheduledBackups,
-			Alert: "LoopwatchReconcileSlow", Labels: map[string]string{"job": operatorJob},
+			Alert: gen.ReconcileSlow, Labels: map[string]string{"job": operatorJob},
 		},
 		{
-			Name: "error-storm", Seed: "000",
+			Name:  "error-storm",
 			What:  "the archive store fails every write (--fault-failing-store)",
 			Flags: []string{"--fault-failing-store"}, Setup: scheduledBackups,
-			Alert: "LoopwatchReconcileErrors", Labels: map[string]string{"job": operatorJob},
+			Alert: gen.ReconcileErrors, Labels: map[string]string{"job": operatorJob},
 		},
 		{
-			Name: "replica-race", Seed: "000",
+			Name:  "replica-race",
 			What:  "two replicas run without leader election and reconcile the same Backups (--fault-no-leader-election)",
 			Flags: []string{"--fault-no-leader-election"}, Pods: 2, Setup: scheduledBackups,
-			Alert: "LoopwatchReplicaRace", Labels: map[string]string{"actor": "system:serviceaccount:" + namespace + ":" + operatorSA},
+			Alert: gen.ReplicaRace, Labels: map[string]string{"actor": "system:serviceaccount:" + namespace + ":" + operatorSA},
 		},
 		{
-			Name: "hot-loop", Seed: "002",
+			Name:  "hot-loop",
 			What:  "a timestamp annotation patched on every reconcile re-triggers the controller (--fault-hot-loop)",
 			Flags: []string{"--fault-hot-loop"},
-			Alert: "LoopwatchPatchRateHigh", Labels: map[string]string{"job": operatorJob, "method": "PATCH"},
+			Alert: gen.PatchRateHigh, Labels: map[string]string{"job": operatorJob, "method": "PATCH"},
 		},
 		{
-			Name: "write-fight", Seed: "004",
+			Name:  "write-fight",
 			What:  "a second controller keeps changing an annotation the operator sets back (--fault-fight)",
 			Flags: []string{"--fault-fight", "--fault-fight-as=system:serviceaccount:" + namespace + ":" + rivalSA},
-			Alert: "LoopwatchWriteFight", Labels: map[string]string{"group": "backup.loopwatch.dev", "resource": "backups"},
+			Alert: gen.WriteFight, Labels: map[string]string{"group": "backup.loopwatch.dev", "resource": "backups"},
 		},
 	}
 }
@@ -98,7 +98,7 @@ func scheduledBackups(ctx context.Context, e *Environment) error {
 	return err
 }
 
-// fleet adds 40 more Backups to the scheduled ones: seed 000's N+1 is one GET per object of the
+// fleet adds 40 more Backups to the scheduled ones: the N+1 fault makes one GET per object of the
 // namespace, so the calls per reconcile grow with the fleet (here 1 list + 50 GETs + the
 // reconcile's own calls).
 func fleet(ctx context.Context, e *Environment) error {

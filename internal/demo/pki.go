@@ -15,6 +15,9 @@ type certs struct {
 	caFile                string
 	serverCert, serverKey string
 	clientCertPEM, keyPEM []byte
+	// clientCert and clientKey are the client certificate's files: Prometheus presents it to
+	// scrape /metrics, which takes the webhook's credentials.
+	clientCert, clientKey string
 }
 
 func newCerts(dir string) (*certs, error) {
@@ -32,6 +35,9 @@ func newCerts(dir string) (*certs, error) {
 	}
 	c := &certs{caPEM: ca.CertPEM(), caFile: filepath.Join(dir, "ca.crt"), clientCertPEM: client.CertPEM, keyPEM: client.KeyPEM}
 	if c.serverCert, c.serverKey, err = server.Write(dir, "exporter"); err != nil {
+		return nil, err
+	}
+	if c.clientCert, c.clientKey, err = client.Write(dir, "exporter-client"); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(c.caFile, c.caPEM, 0o600); err != nil {

@@ -31,6 +31,7 @@ const (
 // TestControlPlane starts one control plane with an audit webhook, the audit log and the
 // prometheus-operator CRDs, and checks what other packages' tests rely on.
 func TestControlPlane(t *testing.T) {
+	stack.SkipShort(t)
 	crds, err := stack.PrometheusOperatorCRDDir()
 	if err != nil && testing.Short() {
 		t.Skip(err)

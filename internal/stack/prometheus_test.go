@@ -46,6 +46,7 @@ func writeFile(t *testing.T, name, content string) string {
 }
 
 func TestPrometheus(t *testing.T) {
+	stack.SkipShort(t)
 	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{
 		RuleFiles:  []string{writeFile(t, "healthy.yaml", healthyRules), writeFile(t, "failing.yaml", failingRules)},
 		ScrapeSelf: true,

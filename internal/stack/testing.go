@@ -11,12 +11,21 @@ import (
 // logTailLines is how much of each component log a failed test prints.
 const logTailLines = 40
 
-// NewTestControlPlane starts a control plane for t and stops it in t.Cleanup. A missing binary
-// fails the test with a hint to run `make tools` (it skips under -short); any other start failure
+// SkipShort skips t under -short: `make unit` runs no real component.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real components (kube-apiserver, etcd, Prometheus or the project's binaries): not in -short")
+	}
+}
+
+// NewTestControlPlane starts a control plane for t and stops it in t.Cleanup; it skips under
+// -short. A missing binary fails the test with a hint to run `make tools`; any other start failure
 // fails the test with the StartError. When the test failed the work directory is kept and the log
 // files' paths and last lines are printed; otherwise the directory is removed.
 func NewTestControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 	t.Helper()
+	SkipShort(t)
 	cp, err := StartControlPlane(context.Background(), opts)
 	if err != nil {
 		failStart(t, err)
@@ -32,9 +41,10 @@ func NewTestControlPlane(t testing.TB, opts ControlPlaneOptions) *ControlPlane {
 }
 
 // NewTestPrometheus starts Prometheus for t and stops it in t.Cleanup, with NewTestControlPlane's
-// handling of missing binaries, failures and logs.
+// handling of -short, missing binaries, failures and logs.
 func NewTestPrometheus(t testing.TB, opts PrometheusOptions) *Prometheus {
 	t.Helper()
+	SkipShort(t)
 	p, err := StartPrometheus(context.Background(), opts)
 	if err != nil {
 		failStart(t, err)
@@ -48,13 +58,9 @@ func NewTestPrometheus(t testing.TB, opts PrometheusOptions) *Prometheus {
 	return p
 }
 
-// failStart ends the test for a start error: Skip under -short when a binary is missing, Fatal
-// otherwise, printing the failed component's log.
+// failStart ends the test for a start error, printing the failed component's log.
 func failStart(t testing.TB, err error) {
 	t.Helper()
-	if errors.Is(err, ErrMissingBinary) && testing.Short() {
-		t.Skipf("skipping in -short mode: %v", err)
-	}
 	var se *StartError
 	if errors.As(err, &se) {
 		t.Logf("%s log (%s), last lines:\n%s", se.Binary, se.LogFile, tail(se.LogFile, logTailLines))

@@ -12,6 +12,7 @@ import (
 )
 
 func TestCRDDefaultsAndValidation(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "api")
 

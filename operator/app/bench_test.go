@@ -13,8 +13,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/loopwatch/loopwatch/instrument"
+	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 var (
@@ -63,18 +64,19 @@ func (r benchResult) String() string {
 // restarts the reference operator over its Ready Backups and checks it makes
 // no write. Enable with -operator.bench (N: -operator.bench-backups).
 func TestBenchmarkReferenceVsNPlusOne(t *testing.T) {
+	needCluster(t)
 	if !*benchEnabled {
 		t.Skip("benchmark not requested: set OPERATOR_BENCH=1 or -operator.bench")
 	}
 	n := *benchBackups
-	ref := runVariant(t, "reference", n, controller.Faults{})
+	ref := runVariant(t, "reference", n, faults.Modes{})
 	t.Log(ref.benchResult)
 	if ref.ready < n {
 		t.Fatalf("the reference operator did not make %d Backups Ready within %s", n, *benchCap)
 	}
 	restartWrites, restartReads := restartOver(t, ref.variantNamespace, n)
 	t.Logf("restart over %d Ready Backups: %d writes, %d reads", n, restartWrites, restartReads)
-	bad := runVariant(t, "n-plus-one", n, controller.Faults{NPlusOne: true})
+	bad := runVariant(t, "n-plus-one", n, faults.Modes{NPlusOne: true})
 	t.Log(bad.benchResult)
 
 	var b strings.Builder
@@ -104,14 +106,14 @@ type variantRun struct {
 	variantNamespace string
 }
 
-func runVariant(t *testing.T, name string, n int, faults controller.Faults) variantRun {
+func runVariant(t *testing.T, name string, n int, modes faults.Modes) variantRun {
 	t.Helper()
 	ctx := context.Background()
 	ns := newNamespace(t, "bench-"+name)
 	createAppObjects(t, ns, "shop")
 	counter := &requestCounter{}
 	o := testOptions(t)
-	o.Faults = faults
+	o.Faults = modes
 	o.Namespaces = []string{ns}
 	reg := prometheus.NewRegistry()
 	o.Registerer = reg
@@ -136,7 +138,7 @@ func runVariant(t *testing.T, name string, n int, faults controller.Faults) vari
 	stop()
 	return variantRun{
 		benchResult: benchResult{variant: name, backups: n, ready: ready, wall: wall, reads: reads, writes: writes,
-			calls: sumCounter(t, reg, instrument.APIRequestsTotalName, "")},
+			calls: sumCounter(t, reg, catalogue.ControllerAPIRequestsTotal.Name, "")},
 		variantNamespace: ns,
 	}
 }
@@ -154,8 +156,8 @@ func restartOver(t *testing.T, ns string, n int) (int64, int64) {
 	defer stop()
 	reads0, writes0 := counter.reads.Load(), counter.writes.Load()
 	eventually(t, 10*time.Minute, "the restarted operator to reconcile every object", func() (bool, error) {
-		backups := sumCounter(t, reg, instrument.APIRequestsTotalName, controller.BackupControllerName)
-		snaps := sumCounter(t, reg, instrument.APIRequestsTotalName, controller.SnapshotControllerName)
+		backups := sumCounter(t, reg, catalogue.ControllerAPIRequestsTotal.Name, controller.BackupControllerName)
+		snaps := sumCounter(t, reg, catalogue.ControllerAPIRequestsTotal.Name, controller.SnapshotControllerName)
 		// A Backup reconcile makes two calls (get, list), a Snapshot reconcile one.
 		return backups >= float64(2*n) && snaps >= float64(n), nil
 	})
@@ -176,7 +178,7 @@ func sumCounter(t *testing.T, g prometheus.Gatherer, name, ctrlName string) floa
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if ctrlName == "" || labelValue(m, instrument.LabelController) == ctrlName {
+			if ctrlName == "" || labelValue(m, catalogue.LabelController) == ctrlName {
 				sum += m.GetCounter().GetValue()
 			}
 		}

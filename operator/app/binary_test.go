@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loopwatch/loopwatch/instrument"
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 // TestBinaryRunsAndServesPlainMetricsOnRequest builds cmd/backup-operator,
@@ -21,20 +20,14 @@ import (
 // (--kubeconfig, --metrics-insecure, leader election in a given namespace),
 // and checks it reconciles and serves its metrics, then stops on SIGTERM.
 func TestBinaryRunsAndServesPlainMetricsOnRequest(t *testing.T) {
+	needCluster(t)
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "backup-operator")
-	build := exec.Command("go", "build", "-o", bin, "github.com/loopwatch/loopwatch/cmd/backup-operator")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, testKubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin := operatorBinary(t)
+	kubeconfig := testKubeconfigFile(t)
 	ns := newNamespace(t, "binary")
 	createAppObjects(t, ns, "shop")
 	addr := freeAddr(t)
@@ -74,7 +67,7 @@ func TestBinaryRunsAndServesPlainMetricsOnRequest(t *testing.T) {
 	})
 	for _, want := range []string{
 		`loopwatch_controller_api_requests_total{access="write",controller="backup",verb="patch"}`,
-		instrument.FinalizerOldestPendingSecondsName + `{controller="snapshot"`,
+		catalogue.ControllerFinalizerOldestPendingSeconds.Name + `{controller="snapshot"`,
 		`controller_runtime_reconcile_total{controller="snapshot",result="success"}`,
 		`leader_election_master_status`,
 	} {

@@ -13,6 +13,7 @@ import (
 	"github.com/loopwatch/loopwatch/instrument"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/store"
 )
 
 // steppingClock moves a second forward on every reading, so each reconcile
@@ -34,7 +35,8 @@ func (c *steppingClock) Now() time.Time {
 func (c *steppingClock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
 
 // frozenSnapshots is a cache that never shows a Snapshot created after its
-// first list: the informer lag of seed 003, made deterministic.
+// first list: an informer lagging behind the controller's own creates, made
+// deterministic.
 type frozenSnapshots struct {
 	client.Client
 	mu     sync.Mutex
@@ -64,6 +66,7 @@ func (f *frozenSnapshots) List(ctx context.Context, list client.ObjectList, opts
 // created, with a clock that makes every reconcile think the next snapshot is
 // due. Only the expectations stop a second create.
 func TestExpectationsPreventDuplicatesFromAStaleCache(t *testing.T) {
+	needCluster(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := newNamespace(t, "expect")
@@ -91,9 +94,13 @@ func TestExpectationsPreventDuplicatesFromAStaleCache(t *testing.T) {
 	if _, err := snapshotsOf(ctx, ns, b.Name); err != nil {
 		t.Fatal(err)
 	}
+	fs, err := store.NewFilesystem(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := controller.NewBackupReconciler(controller.BackupReconciler{
 		Client: instrument.NewClient("test", &frozenSnapshots{Client: cl.GetClient()}, nil),
-		Stores: controller.Stores{},
+		Stores: controller.Stores{controller.DefaultStoreName: fs},
 		Clock:  &steppingClock{now: time.Now(), step: time.Second},
 	})
 	creates := 0

@@ -8,9 +8,11 @@ import (
 
 	"github.com/loopwatch/loopwatch/converge"
 	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 func TestLeaderFailoverTakesNoDuplicateSnapshots(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "failover")
 	createAppObjects(t, ns, "shop")
@@ -80,6 +82,7 @@ func TestLeaderFailoverTakesNoDuplicateSnapshots(t *testing.T) {
 }
 
 func TestThousandBackupsConverge(t *testing.T) {
+	needCluster(t)
 	if testing.Short() {
 		t.Skip("1,000 Backups take a while; skipped with -short")
 	}
@@ -98,7 +101,7 @@ func TestThousandBackupsConverge(t *testing.T) {
 	})
 	t.Logf("%d Backups Ready %s after the first create", n, time.Since(start).Round(time.Millisecond))
 	stores := controller.Stores{controller.DefaultStoreName: op.Store}
-	rep := converge.Assert(ctx, t, converge.Config{Client: op.Manager.GetClient(), Targets: convergeTargets(ns, op.Manager.GetClient(), stores, controller.Faults{})})
+	rep := converge.Assert(ctx, t, converge.Config{Client: op.Manager.GetClient(), Targets: convergeTargets(ns, op.Manager.GetClient(), stores, faults.Modes{})})
 	if rep.Reconciles != 2*n {
 		t.Errorf("final pass reconciled %d objects, want %d", rep.Reconciles, 2*n)
 	}

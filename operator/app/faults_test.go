@@ -10,9 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/instrument"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 // verbCount reads loopwatch_controller_api_requests_total for one controller and verb.
@@ -23,11 +25,11 @@ func verbCount(t *testing.T, reg *prometheus.Registry, ctrlName string, verb ins
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != instrument.APIRequestsTotalName {
+		if f.GetName() != catalogue.ControllerAPIRequestsTotal.Name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelValue(m, instrument.LabelController) == ctrlName && labelValue(m, instrument.LabelVerb) == string(verb) {
+			if labelValue(m, catalogue.LabelController) == ctrlName && labelValue(m, catalogue.LabelVerb) == string(verb) {
 				return m.GetCounter().GetValue()
 			}
 		}
@@ -36,26 +38,27 @@ func verbCount(t *testing.T, reg *prometheus.Registry, ctrlName string, verb ins
 }
 
 // TestFaultModesReproduceTheirIncident runs the operator with each fault mode
-// on and checks the symptom the seed describes shows up in what loopwatch
+// on and checks that the failure's symptom shows up in what loopwatch
 // measures.
 func TestFaultModesReproduceTheirIncident(t *testing.T) {
+	needCluster(t)
 	cases := []struct {
-		name   string
-		faults controller.Faults
+		name  string
+		modes faults.Modes
 		// check polls until the symptom shows.
 		check func(ctx context.Context, t *testing.T, reg *prometheus.Registry, ns string) (bool, error)
 	}{
 		{
-			name:   "hot loop: the controller patches its Backup again and again",
-			faults: controller.Faults{HotLoop: true},
+			name:  "hot loop: the controller patches its Backup again and again",
+			modes: faults.Modes{HotLoop: true},
 			check: func(_ context.Context, t *testing.T, reg *prometheus.Registry, _ string) (bool, error) {
 				n := verbCount(t, reg, controller.BackupControllerName, instrument.VerbPatch)
 				return n >= 30, fmt.Errorf("%v patches so far", n)
 			},
 		},
 		{
-			name:   "fight: two writers keep flipping the same annotation",
-			faults: controller.Faults{Fight: true},
+			name:  "fight: two writers keep flipping the same annotation",
+			modes: faults.Modes{Fight: true},
 			check: func(_ context.Context, t *testing.T, reg *prometheus.Registry, _ string) (bool, error) {
 				// Four finalizer patches, then the controller resetting the
 				// annotation after each of the fighter's rounds.
@@ -64,8 +67,8 @@ func TestFaultModesReproduceTheirIncident(t *testing.T) {
 			},
 		},
 		{
-			name:   "failing store: snapshot writes fail and are retried",
-			faults: controller.Faults{FailingStore: true},
+			name:  "failing store: snapshot writes fail and are retried",
+			modes: faults.Modes{FailingStore: true},
 			check: func(ctx context.Context, t *testing.T, reg *prometheus.Registry, ns string) (bool, error) {
 				snaps, err := snapshotsOf(ctx, ns, "shop")
 				if err != nil || len(snaps) == 0 {
@@ -77,8 +80,8 @@ func TestFaultModesReproduceTheirIncident(t *testing.T) {
 			},
 		},
 		{
-			name:   "n+1: every reconcile lists all Backups and GETs each one",
-			faults: controller.Faults{NPlusOne: true},
+			name:  "n+1: every reconcile lists all Backups and GETs each one",
+			modes: faults.Modes{NPlusOne: true},
 			check: func(_ context.Context, t *testing.T, reg *prometheus.Registry, _ string) (bool, error) {
 				lists := verbCount(t, reg, controller.BackupControllerName, instrument.VerbList)
 				gets := verbCount(t, reg, controller.BackupControllerName, instrument.VerbGet)
@@ -86,20 +89,20 @@ func TestFaultModesReproduceTheirIncident(t *testing.T) {
 			},
 		},
 		{
-			name:   "mass update: every Backup is touched and reconciled each period",
-			faults: controller.Faults{MassUpdateEvery: time.Second},
+			name:  "mass update: every Backup is touched and reconciled each period",
+			modes: faults.Modes{MassUpdateEvery: time.Second},
 			check: func(ctx context.Context, t *testing.T, reg *prometheus.Registry, ns string) (bool, error) {
 				b := &backupv1.Backup{}
 				if err := testClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, b); err != nil {
 					return false, err
 				}
 				gets := verbCount(t, reg, controller.BackupControllerName, instrument.VerbGet)
-				return b.Annotations[controller.MassUpdateAnnotation] != "" && gets >= 5, fmt.Errorf("%v reconciles, annotations %v", gets, b.Annotations)
+				return b.Annotations[faults.MassUpdateAnnotation] != "" && gets >= 5, fmt.Errorf("%v reconciles, annotations %v", gets, b.Annotations)
 			},
 		},
 		{
-			name:   "slow store: a snapshot takes as long as the store",
-			faults: controller.Faults{SlowStore: 2 * time.Second},
+			name:  "slow store: a snapshot takes as long as the store",
+			modes: faults.Modes{SlowStore: 2 * time.Second},
 			check: func(ctx context.Context, t *testing.T, _ *prometheus.Registry, ns string) (bool, error) {
 				snaps, err := snapshotsOf(ctx, ns, "shop")
 				if err != nil || len(snaps) == 0 || snaps[0].Status.CompletionTime == nil {
@@ -124,7 +127,7 @@ func TestFaultModesReproduceTheirIncident(t *testing.T) {
 				}
 			}
 			o := testOptions(t)
-			o.Faults = c.faults
+			o.Faults = c.modes
 			o.FightInterval = 200 * time.Millisecond
 			o.Namespaces = []string{ns}
 			reg := prometheus.NewRegistry()
@@ -139,6 +142,7 @@ func TestFaultModesReproduceTheirIncident(t *testing.T) {
 }
 
 func TestNoLeaderElectionLetsReplicasRace(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "race")
 	createAppObjects(t, ns, "shop")

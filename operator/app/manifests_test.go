@@ -84,6 +84,7 @@ func loadYAML(t *testing.T, p string) []*unstructured.Unstructured {
 // so schemas are checked), then runs the operator as its service account and
 // checks that the least-privilege role lets it make a Backup Ready.
 func TestManifestsAreValidAndTheRBACIsEnough(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	objs := loadKustomization(t, filepath.Join("..", "config", "default"))
 	if len(objs) == 0 {

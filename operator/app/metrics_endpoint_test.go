@@ -16,7 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/loopwatch/loopwatch/instrument"
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 func freeAddr(t *testing.T) string {
@@ -49,6 +49,7 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 // that it carries the controller-runtime and instrument metrics. This is the
 // only test that registers into controller-runtime's global registry.
 func TestMetricsEndpointAuthenticatesAndAuthorizes(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "metrics")
 	addr := freeAddr(t)
@@ -123,7 +124,7 @@ func TestMetricsEndpointAuthenticatesAndAuthorizes(t *testing.T) {
 			if c.want != http.StatusOK {
 				return
 			}
-			for _, name := range []string{instrument.APIRequestsTotalName, instrument.FinalizerOldestPendingSecondsName,
+			for _, name := range []string{catalogue.ControllerAPIRequestsTotal.Name, catalogue.ControllerFinalizerOldestPendingSeconds.Name,
 				"controller_runtime_reconcile_total", "workqueue_depth"} {
 				if !strings.Contains(body, name) {
 					t.Errorf("/metrics lacks %s", name)

@@ -21,6 +21,7 @@ import (
 	"github.com/loopwatch/loopwatch/instrument"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 	"github.com/loopwatch/loopwatch/operator/store"
 )
 
@@ -28,7 +29,7 @@ import (
 type Operator struct {
 	// Manager runs everything; call Start.
 	Manager manager.Manager
-	// Store is the default store, wrapped so faults can be switched at run time.
+	// Store is the default store, wrapped so its faults can be switched at run time.
 	Store *store.Faulty
 	// Metrics are the instrument metrics.
 	Metrics *instrument.Metrics
@@ -36,7 +37,17 @@ type Operator struct {
 	Orphans *controller.OrphanCollector
 }
 
-// NewScheme returns a scheme with the core types and the backup API.
+// EventSource is the reporting controller of the operator's Events.
+const EventSource = "backup-operator"
+
+// onLeader runs a runnable on the elected leader only.
+type onLeader struct{ manager.Runnable }
+
+// NeedLeaderElection reports true, whatever the wrapped runnable says.
+func (onLeader) NeedLeaderElection() bool { return true }
+
+// NewScheme is the scheme of every client of the operator (the manager, the
+// tests, the demo): the core types and the backup API.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -88,8 +99,9 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache: cache.Options{
-			// Seed 003: fail instead of silently starting an informer for a
-			// kind nobody declared, and keep managedFields out of memory.
+			// Fail instead of silently starting an informer (a watch and a
+			// full copy in memory) for a kind nobody declared, and keep
+			// managedFields out of memory.
 			ReaderFailOnMissingInformer: true,
 			DefaultTransform:            cache.TransformStripManagedFields(),
 		},
@@ -118,9 +130,12 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 	if err := controller.AddIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	// The Snapshot controller reads ConfigMaps and Secrets from the cache;
-	// declare their informers up front (ReaderFailOnMissingInformer).
-	for _, obj := range []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}} {
+	// Declare every informer the operator reads up front
+	// (ReaderFailOnMissingInformer): the controllers' own watches start only
+	// on the leader, so without this a standby's cache would lack Backups and
+	// Snapshots. With it a standby keeps a synced cache and a new leader
+	// starts reconciling as soon as it holds the lease.
+	for _, obj := range []client.Object{&backupv1.Backup{}, &backupv1.Snapshot{}, &corev1.ConfigMap{}, &corev1.Secret{}} {
 		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			return nil, fmt.Errorf("declare informer for %T: %w", obj, err)
 		}
@@ -130,9 +145,7 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	faulty := store.NewFaulty(fs, o.Faults.SlowStore)
-	faulty.SetDeleteOutage(o.Faults.StoreOutage)
-	faulty.SetFailing(o.Faults.FailingStore)
+	faulty := o.Faults.WrapStore(fs)
 	stores := controller.Stores{controller.DefaultStoreName: faulty}
 
 	copts := controller.ControllerOptions{
@@ -140,23 +153,21 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 		SkipNameValidation:      o.SkipNameValidation,
 		Metrics:                 m,
 	}
-	if o.Faults.MassUpdateEvery > 0 {
-		mu := controller.NewMassUpdater(controller.MassUpdater{
-			Reader: mgr.GetCache(), Writer: mgr.GetClient(), Every: o.Faults.MassUpdateEvery, Clock: clk,
-		})
-		copts.MassUpdates = mu.Events()
-		if err := mgr.Add(mu); err != nil {
-			return nil, fmt.Errorf("add mass updater: %w", err)
-		}
+	backupOpts, err := faults.Install(mgr, faults.Config{
+		Modes: o.Faults, RESTConfig: cfg, FightAs: o.FightAs, FightInterval: o.FightInterval, Metrics: m, Clock: clk,
+	}, copts)
+	if err != nil {
+		return nil, err
 	}
+	recorder := mgr.GetEventRecorder(EventSource)
 	br := controller.NewBackupReconciler(controller.BackupReconciler{
-		Stores: stores, Clock: clk, DeleteTimeout: o.DeleteTimeout, Faults: o.Faults,
+		Stores: stores, Clock: clk, DeleteTimeout: o.DeleteTimeout, Events: recorder,
 	})
-	if err := br.SetupWithManager(mgr, copts); err != nil {
+	if err := br.SetupWithManager(mgr, backupOpts); err != nil {
 		return nil, err
 	}
 	sr := controller.NewSnapshotReconciler(controller.SnapshotReconciler{
-		Stores: stores, Clock: clk, PutTimeout: o.PutTimeout, DeleteTimeout: o.DeleteTimeout,
+		Stores: stores, Clock: clk, PutTimeout: o.PutTimeout, DeleteTimeout: o.DeleteTimeout, Events: recorder,
 	})
 	if err := sr.SetupWithManager(mgr, copts); err != nil {
 		return nil, err
@@ -180,22 +191,10 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := mgr.Add(fa); err != nil {
+		// On the leader only: a standby has nothing pending to measure, and
+		// its gauge stays at 0, which max() across replicas ignores.
+		if err := mgr.Add(onLeader{fa}); err != nil {
 			return nil, fmt.Errorf("add finalizer age: %w", err)
-		}
-	}
-	if o.Faults.Fight {
-		fcfg := rest.CopyConfig(cfg)
-		fcfg.UserAgent = "loopwatch-fighter"
-		if o.FightAs != "" {
-			fcfg.Impersonate = rest.ImpersonationConfig{UserName: o.FightAs}
-		}
-		fc, err := client.New(fcfg, client.Options{Scheme: scheme})
-		if err != nil {
-			return nil, fmt.Errorf("create fighter client: %w", err)
-		}
-		if err := mgr.Add(&controller.Fighter{Reader: mgr.GetCache(), Writer: fc, Interval: o.FightInterval}); err != nil {
-			return nil, fmt.Errorf("add fighter: %w", err)
 		}
 	}
 	if o.ProbeAddr != "" && o.ProbeAddr != "0" {

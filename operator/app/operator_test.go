@@ -21,13 +21,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/converge"
-	"github.com/loopwatch/loopwatch/instrument"
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 func TestHappyPathWritesAnArchiveAndReportsReady(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "happy")
 	createAppObjects(t, ns, "shop")
@@ -108,7 +110,7 @@ func archiveNames(t *testing.T, data []byte) []string {
 
 // convergeTargets drives fresh Backup and Snapshot reconcilers over every
 // object of ns, reading through c (a started operator's cached client).
-func convergeTargets(ns string, c client.Client, stores controller.Stores, faults controller.Faults) []converge.Target {
+func convergeTargets(ns string, c client.Client, stores controller.Stores, modes faults.Modes) []converge.Target {
 	list := func(l client.ObjectList) func(ctx context.Context) ([]reconcile.Request, error) {
 		return func(ctx context.Context) ([]reconcile.Request, error) {
 			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
@@ -132,7 +134,8 @@ func convergeTargets(ns string, c client.Client, stores controller.Stores, fault
 		{
 			Name: "backup",
 			New: func(cl client.Client) reconcile.Reconciler {
-				return controller.NewBackupReconciler(controller.BackupReconciler{Client: cl, APIReader: cl, Stores: stores, Faults: faults})
+				r := controller.NewBackupReconciler(controller.BackupReconciler{Client: cl, Stores: stores})
+				return faults.BackupDecorator{Modes: modes, APIReader: cl}.Wrap(cl, r)
 			},
 			Requests: list(&backupv1.BackupList{}),
 			MaxCalls: 3,
@@ -149,6 +152,7 @@ func convergeTargets(ns string, c client.Client, stores controller.Stores, fault
 }
 
 func TestReconcileOfAnUpToDateBackupMakesNoWrites(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "converge")
 	createAppObjects(t, ns, "shop")
@@ -163,7 +167,7 @@ func TestReconcileOfAnUpToDateBackupMakesNoWrites(t *testing.T) {
 		return n == 3, err
 	})
 	stores := controller.Stores{controller.DefaultStoreName: op.Store}
-	rep := converge.Assert(ctx, t, converge.Config{Client: op.Manager.GetClient(), Targets: convergeTargets(ns, op.Manager.GetClient(), stores, controller.Faults{})})
+	rep := converge.Assert(ctx, t, converge.Config{Client: op.Manager.GetClient(), Targets: convergeTargets(ns, op.Manager.GetClient(), stores, faults.Modes{})})
 	if rep.Reconciles != 6 || len(rep.Writes) != 0 {
 		t.Errorf("final pass: %d reconciles, %d writes; want 6 reconciles, 0 writes", rep.Reconciles, len(rep.Writes))
 	}
@@ -171,6 +175,7 @@ func TestReconcileOfAnUpToDateBackupMakesNoWrites(t *testing.T) {
 }
 
 func TestConvergeCatchesTheHotLoopFault(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "hotloop")
 	createAppObjects(t, ns, "shop")
@@ -185,19 +190,20 @@ func TestConvergeCatchesTheHotLoopFault(t *testing.T) {
 	stores := controller.Stores{controller.DefaultStoreName: op.Store}
 	rep, err := converge.Run(ctx, converge.Config{
 		Client:    op.Manager.GetClient(),
-		Targets:   convergeTargets(ns, op.Manager.GetClient(), stores, controller.Faults{HotLoop: true}),
+		Targets:   convergeTargets(ns, op.Manager.GetClient(), stores, faults.Modes{HotLoop: true}),
 		MaxPasses: 3, Settle: 100 * time.Millisecond,
 	})
 	if err == nil {
 		t.Fatal("converge passed a reconciler that patches a timestamp on every reconcile")
 	}
-	if !strings.Contains(err.Error(), controller.HotLoopAnnotation) || len(rep.Writes) == 0 {
+	if !strings.Contains(err.Error(), faults.HotLoopAnnotation) || len(rep.Writes) == 0 {
 		t.Errorf("the failure does not name the offending write: %v", err)
 	}
 	t.Logf("converge reported: %v", err)
 }
 
 func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
+	needCluster(t)
 	ctx := context.Background()
 	ns := newNamespace(t, "outage")
 	createAppObjects(t, ns, "shop")
@@ -229,7 +235,7 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 	const sla = 30 * time.Second
 	oldest := 0.0
 	eventually(t, sla, "the Snapshot and the Backup to be gone", func() (bool, error) {
-		oldest = max(oldest, gaugeValue(t, reg, instrument.FinalizerOldestPendingSecondsName, controller.BackupControllerName))
+		oldest = max(oldest, gaugeValue(t, reg, catalogue.ControllerFinalizerOldestPendingSeconds.Name, controller.BackupControllerName))
 		for _, obj := range []client.Object{&backupv1.Snapshot{}, &backupv1.Backup{}} {
 			key := client.ObjectKey{Namespace: ns, Name: snaps[0].Name}
 			if _, ok := obj.(*backupv1.Backup); ok {
@@ -247,10 +253,10 @@ func TestDeletionCompletesWithinTheSLADuringAStoreOutage(t *testing.T) {
 		t.Fatalf("the archive should still be there after the outage: %v", err)
 	}
 	if oldest < 1 {
-		t.Errorf("%s peaked at %v while the Backup waited on its finalizer, want >= 1s", instrument.FinalizerOldestPendingSecondsName, oldest)
+		t.Errorf("%s peaked at %v while the Backup waited on its finalizer, want >= 1s", catalogue.ControllerFinalizerOldestPendingSeconds.Name, oldest)
 	}
 	eventually(t, 5*time.Second, "the finalizer age to fall back to 0", func() (bool, error) {
-		return gaugeValue(t, reg, instrument.FinalizerOldestPendingSecondsName, controller.BackupControllerName) == 0, nil
+		return gaugeValue(t, reg, catalogue.ControllerFinalizerOldestPendingSeconds.Name, controller.BackupControllerName) == 0, nil
 	})
 
 	op.Store.SetDeleteOutage(false)
@@ -281,7 +287,7 @@ func gaugeValue(t *testing.T, g prometheus.Gatherer, name, ctrlName string) floa
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelValue(m, instrument.LabelController) == ctrlName {
+			if labelValue(m, catalogue.LabelController) == ctrlName {
 				return m.GetGauge().GetValue()
 			}
 		}

@@ -1,5 +1,5 @@
 // Package app wires the backup operator's manager: cache, controllers, store,
-// metrics, leader election and fault modes. The binary (cmd/backup-operator),
+// metrics, leader election, and the fault modes of package faults. The binary (cmd/backup-operator),
 // the tests and the demo all start it through Options and New.
 package app
 
@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
-	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 // Options configure the operator. The zero value plus Defaults is a sane
@@ -34,7 +34,11 @@ type Options struct {
 	// LeaderElectionNamespace holds the Lease; defaults to the pod's namespace.
 	LeaderElectionNamespace string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune failover; zero keeps
-	// controller-runtime's defaults (15s, 10s, 2s).
+	// controller-runtime's defaults (15s, 10s, 2s). Defaults sets RetryPeriod
+	// to 1s: a standby tries to take a released lease every 1 to 2.2 s
+	// (client-go adds up to 120% jitter), instead of 2 to 4.4 s, so a
+	// graceful restart hands over well within 5 s. The leader then renews
+	// every second, one small write.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	// Namespaces limits the operator to these namespaces; empty watches all.
@@ -44,8 +48,10 @@ type Options struct {
 	StoreDir string
 	// PutTimeout bounds writing one archive.
 	PutTimeout time.Duration
-	// DeleteTimeout bounds a finalizer's store clean-up; keep it well under the
-	// 30 s deletion SLA.
+	// DeleteTimeout is how long after a deletion starts its finalizer waits
+	// for the store clean-up, which runs in the background; then the
+	// finalizer goes and the orphan collector deletes what is left. Keep it
+	// well under the 30 s deletion SLA.
 	DeleteTimeout time.Duration
 	// OrphanInterval is the period of the orphan-archive collector.
 	OrphanInterval time.Duration
@@ -59,8 +65,8 @@ type Options struct {
 	KubeQPS   float32
 	KubeBurst int
 
-	// Faults are the injected bugs, all off by default.
-	Faults controller.Faults
+	// Faults are the failures package faults injects, all off by default.
+	Faults faults.Modes
 	// FightAs is the user the fight fault's second writer impersonates (for
 	// example "system:serviceaccount:backup-system:tier-controller"); empty
 	// keeps the operator's identity with its own user agent.
@@ -77,13 +83,15 @@ type Options struct {
 	Clock clock.Clock
 }
 
-// Defaults returns the production defaults.
+// Defaults are the production settings (leader election on, metrics over
+// HTTPS, every fault off); the flags start from them.
 func Defaults() Options {
 	return Options{
 		MetricsAddr:             ":8443",
 		ProbeAddr:               ":8081",
 		LeaderElection:          true,
 		LeaderElectionID:        "backup-operator.loopwatch.dev",
+		RetryPeriod:             time.Second,
 		StoreDir:                "/var/lib/backup-operator",
 		PutTimeout:              time.Minute,
 		DeleteTimeout:           10 * time.Second,
@@ -93,7 +101,7 @@ func Defaults() Options {
 		KubeQPS:                 50,
 		KubeBurst:               100,
 		FightInterval:           time.Second,
-		Faults:                  controller.Faults{NPlusOneFanout: 50},
+		Faults:                  faults.Modes{NPlusOneFanout: 50},
 	}
 }
 
@@ -106,11 +114,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
 	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a non-leader waits before taking an unrenewed lease (0: controller-runtime's 15s).")
 	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership (0: controller-runtime's 10s).")
-	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "Interval between leader election attempts (0: controller-runtime's 2s).")
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "Interval between leader election attempts and renewals (0: controller-runtime's 2s).")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's).")
 	fs.StringVar(&o.StoreDir, "store-dir", o.StoreDir, "Root directory of the filesystem archive store.")
 	fs.DurationVar(&o.PutTimeout, "store-put-timeout", o.PutTimeout, "Timeout for writing one archive.")
-	fs.DurationVar(&o.DeleteTimeout, "store-delete-timeout", o.DeleteTimeout, "Timeout for a finalizer's store clean-up; deletion proceeds after it.")
+	fs.DurationVar(&o.DeleteTimeout, "store-delete-timeout", o.DeleteTimeout, "How long after a deletion starts its finalizer waits for the store clean-up; then it goes and the orphan collector deletes what is left.")
 	fs.DurationVar(&o.OrphanInterval, "orphan-interval", o.OrphanInterval, "Period of the orphaned-archive collector.")
 	fs.Func("namespace", "Watch only this namespace (repeatable); default all.", func(v string) error {
 		o.Namespaces = append(o.Namespaces, v)
@@ -120,15 +128,15 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Var(float32Value{&o.KubeQPS}, "kube-api-qps", "Client requests per second to the API server.")
 	fs.IntVar(&o.KubeBurst, "kube-api-burst", o.KubeBurst, "Client burst to the API server.")
 
-	fs.BoolVar(&o.Faults.HotLoop, "fault-hot-loop", o.Faults.HotLoop, "FAULT: patch a timestamp annotation on every reconcile without a generation predicate (seed 002).")
-	fs.BoolVar(&o.Faults.NPlusOne, "fault-n-plus-one", o.Faults.NPlusOne, "FAULT: list every Backup and GET each one uncached on every reconcile (seed 000).")
+	fs.BoolVar(&o.Faults.HotLoop, "fault-hot-loop", o.Faults.HotLoop, "FAULT: patch a timestamp annotation on every reconcile and watch Backups without a predicate, so the controller wakes itself in a loop.")
+	fs.BoolVar(&o.Faults.NPlusOne, "fault-n-plus-one", o.Faults.NPlusOne, "FAULT: list every Backup and GET each one uncached on every reconcile (N+1 API calls).")
 	fs.IntVar(&o.Faults.NPlusOneFanout, "fault-n-plus-one-fanout", o.Faults.NPlusOneFanout, "FAULT: per-object GETs per reconcile in --fault-n-plus-one.")
-	fs.DurationVar(&o.Faults.SlowStore, "fault-slow-store", o.Faults.SlowStore, "FAULT: add this latency to every store call, e.g. 45s (seed 000).")
-	fs.BoolVar(&o.Faults.StoreOutage, "fault-store-outage", o.Faults.StoreOutage, "FAULT: store deletes hang until their timeout (seed 000).")
-	fs.BoolVar(&o.Faults.Fight, "fault-fight", o.Faults.Fight, "FAULT: a second writer fights the controller over an annotation (seed 004).")
+	fs.DurationVar(&o.Faults.SlowStore, "fault-slow-store", o.Faults.SlowStore, "FAULT: add this latency to every store call, e.g. 45s (slow reconciles).")
+	fs.BoolVar(&o.Faults.StoreOutage, "fault-store-outage", o.Faults.StoreOutage, "FAULT: store deletes hang until their timeout (a store outage during deletions).")
+	fs.BoolVar(&o.Faults.Fight, "fault-fight", o.Faults.Fight, "FAULT: a second writer fights the controller over an annotation.")
 	fs.StringVar(&o.FightAs, "fault-fight-as", o.FightAs, "FAULT: user the second writer impersonates.")
-	fs.BoolVar(&o.Faults.NoLeaderElection, "fault-no-leader-election", o.Faults.NoLeaderElection, "FAULT: run without leader election so replicas race (seed 000).")
-	fs.DurationVar(&o.Faults.MassUpdateEvery, "fault-mass-update-every", o.Faults.MassUpdateEvery, "FAULT: touch and requeue every Backup at this period (seed 000).")
+	fs.BoolVar(&o.Faults.NoLeaderElection, "fault-no-leader-election", o.Faults.NoLeaderElection, "FAULT: run without leader election so replicas race.")
+	fs.DurationVar(&o.Faults.MassUpdateEvery, "fault-mass-update-every", o.Faults.MassUpdateEvery, "FAULT: touch and requeue every Backup at this period (periodic load spikes).")
 	fs.BoolVar(&o.Faults.FailingStore, "fault-failing-store", o.Faults.FailingStore, "FAULT: every store write fails (error storm).")
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/loopwatch/loopwatch/operator/controller"
+	"github.com/loopwatch/loopwatch/operator/faults"
 )
 
 func TestFlagsSetOptions(t *testing.T) {
@@ -16,7 +16,7 @@ func TestFlagsSetOptions(t *testing.T) {
 		check func(o Options) bool
 	}{
 		{name: "leaves every fault off by default", args: nil, check: func(o Options) bool {
-			return o.Faults == controller.Faults{NPlusOneFanout: 50} && o.LeaderElection && !o.MetricsInsecure
+			return o.Faults == faults.Modes{NPlusOneFanout: 50} && o.LeaderElection && !o.MetricsInsecure
 		}},
 		{name: "turns on the hot loop", args: []string{"--fault-hot-loop"}, check: func(o Options) bool { return o.Faults.HotLoop }},
 		{name: "turns on N+1 listing", args: []string{"--fault-n-plus-one"}, check: func(o Options) bool { return o.Faults.NPlusOne }},

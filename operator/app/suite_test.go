@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -28,11 +29,23 @@ var (
 	testKubeconfig []byte
 )
 
+// needCluster skips t when the suite runs without a real API server (-short).
+func needCluster(t *testing.T) {
+	t.Helper()
+	if testCfg == nil {
+		t.Skip("needs the real API server the suite starts: not in -short")
+	}
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))
 }
 
 func runSuite(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		return m.Run() // `make unit`: the tests that need the API server skip (needCluster).
+	}
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		bin, err := filepath.Abs(filepath.Join("..", "..", "bin"))
 		if err == nil {
@@ -75,6 +88,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	defer removeOperatorBinary()
 	return m.Run()
 }
 

@@ -5,13 +5,15 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -34,21 +36,25 @@ const expectationWait = 2 * time.Second
 type BackupReconciler struct {
 	// Client reads from the cache and writes to the API server; instrument it.
 	Client client.Client
-	// APIReader reads straight from the API server; only the N+1 fault uses it.
-	APIReader client.Reader
 	// Stores resolves a Backup's storeRef.
 	Stores Stores
 	// Clock is the time source.
 	Clock clock.PassiveClock
-	// DeleteTimeout bounds the store clean-up of the finalizer.
+	// DeleteTimeout is how long after a Backup's deletion starts its finalizer
+	// waits for the store clean-up; then the finalizer goes and the orphan
+	// collector deletes what is left. Keep it well under the deletion SLA.
 	DeleteTimeout time.Duration
-	// Faults are the injected bugs, all off by default.
-	Faults Faults
+	// Events receives a Warning when the spec cannot be acted on or a
+	// clean-up is left to the orphan collector; nil drops them.
+	Events events.EventRecorder
 
 	expectations *expectations
+	cleanups     *cleanups
 }
 
-// NewBackupReconciler fills in defaults.
+// NewBackupReconciler fills in the defaults (real clock, 10 s delete
+// timeout) and the expectations and clean-ups a BackupReconciler literal
+// lacks; use it rather than the literal.
 func NewBackupReconciler(r BackupReconciler) *BackupReconciler {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -56,28 +62,29 @@ func NewBackupReconciler(r BackupReconciler) *BackupReconciler {
 	if r.DeleteTimeout <= 0 {
 		r.DeleteTimeout = 10 * time.Second
 	}
-	if r.Faults.NPlusOneFanout <= 0 {
-		r.Faults.NPlusOneFanout = 50
+	if r.Events == nil {
+		r.Events = noEvents{}
 	}
 	r.expectations = newExpectations(r.Clock, time.Minute)
+	r.cleanups = newCleanups(r.Clock)
 	return &r
 }
 
 // Reconcile follows the shape get → finalize → ensure finalizer → phases →
 // one status patch when it changed.
 func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
 	b := &backupv1.Backup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.expectations.forget(req.String())
+			r.cleanups.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("get backup %q: %w", req, err)
 	}
 
 	if !b.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, b)
+		return r.finalize(ctx, b)
 	}
 
 	if !controllerutil.ContainsFinalizer(b, backupv1.BackupFinalizer) {
@@ -88,10 +95,6 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		}
 	}
 
-	if err := r.applyMetadataFaults(ctx, b); err != nil {
-		return ctrl.Result{}, err
-	}
-
 	now := r.Clock.Now()
 	snaps, err := r.snapshots(ctx, b)
 	if err != nil {
@@ -99,68 +102,51 @@ func (r *BackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	set := classifySnapshots(snaps)
 
-	// Phases, in order: wait for the cache to show our own writes, prune, take
-	// the next snapshot. Status is computed from what was seen.
+	// A spec the operator cannot act on gets no Snapshot, only a status that
+	// says what to fix.
+	problem := validateBackupSpec(b, r.Stores)
 	result := ctrl.Result{}
-	if !r.expectations.satisfied(req.String(), seenSnapshots(snaps)) {
-		logger.V(1).Info("Waiting for the cache to show recent snapshot writes", "backup", req.String())
-		result.RequeueAfter = expectationWait
-	} else {
-		if err := r.prune(ctx, b, set); err != nil {
+	if problem == nil {
+		if result, err = r.takeSnapshots(ctx, b, snaps, set, now); err != nil {
 			return ctrl.Result{}, err
-		}
-		due, wait := nextSnapshotDue(b, set, now)
-		if due {
-			if err := r.createSnapshot(ctx, b, now); err != nil {
-				return ctrl.Result{}, err
-			}
-		} else if wait > 0 {
-			result.RequeueAfter = wait
 		}
 	}
 
-	desired := desiredBackupStatus(b, set, now)
+	desired := desiredBackupStatus(b, set, problem, now)
 	if !equality.Semantic.DeepEqual(b.Status, desired) {
 		orig := b.DeepCopy()
 		b.Status = desired
 		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("patch status of %q: %w", req, err)
 		}
+		r.announce(b, orig.Status.Conditions, desired.Conditions)
 	}
 	return result, nil
 }
 
-// snapshots reads the Backup's Snapshots from the cache through the index; in
-// the N+1 fault mode it does what seed 000's controller did instead.
-func (r *BackupReconciler) snapshots(ctx context.Context, b *backupv1.Backup) ([]backupv1.Snapshot, error) {
-	if r.Faults.NPlusOne {
-		return r.snapshotsNPlusOne(ctx, b)
+// takeSnapshots runs the phases that write, in order: wait for the cache to
+// show our own writes, prune past retention, take the next Snapshot when due.
+func (r *BackupReconciler) takeSnapshots(ctx context.Context, b *backupv1.Backup, snaps []backupv1.Snapshot, set snapshotSet, now time.Time) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(b).String()
+	if !r.expectations.satisfied(key, seenSnapshots(snaps)) {
+		log.FromContext(ctx).V(1).Info("Waiting for the cache to show recent snapshot writes", "backup", key)
+		return ctrl.Result{RequeueAfter: expectationWait}, nil
 	}
-	list := &backupv1.SnapshotList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{SnapshotBackupIndex: b.Name}); err != nil {
-		return nil, fmt.Errorf("list snapshots of %s/%s: %w", b.Namespace, b.Name, err)
+	if err := r.prune(ctx, b, set); err != nil {
+		return ctrl.Result{}, err
 	}
-	return list.Items, nil
+	due, wait := nextSnapshotDue(b, set, now)
+	if !due {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	return ctrl.Result{}, r.createSnapshot(ctx, b, now)
 }
 
-// snapshotsNPlusOne is the seed's bad reconcile: list every Backup of the
-// namespace from the API server, GET each one, then list Snapshots uncached.
-func (r *BackupReconciler) snapshotsNPlusOne(ctx context.Context, b *backupv1.Backup) ([]backupv1.Snapshot, error) {
-	all := &backupv1.BackupList{}
-	if err := r.APIReader.List(ctx, all, client.InNamespace(b.Namespace)); err != nil {
-		return nil, fmt.Errorf("list all backups of %q: %w", b.Namespace, err)
-	}
-	for i := range all.Items {
-		if i >= r.Faults.NPlusOneFanout {
-			break
-		}
-		other := &backupv1.Backup{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(&all.Items[i]), other); client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("get backup %s/%s: %w", all.Items[i].Namespace, all.Items[i].Name, err)
-		}
-	}
+// snapshots reads the Backup's Snapshots from the cache through the index,
+// never by listing every Snapshot or going to the API server.
+func (r *BackupReconciler) snapshots(ctx context.Context, b *backupv1.Backup) ([]backupv1.Snapshot, error) {
 	list := &backupv1.SnapshotList{}
-	if err := r.APIReader.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingLabels{SnapshotBackupLabel: b.Name}); err != nil {
+	if err := r.Client.List(ctx, list, client.InNamespace(b.Namespace), client.MatchingFields{SnapshotBackupIndex: b.Name}); err != nil {
 		return nil, fmt.Errorf("list snapshots of %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	return list.Items, nil
@@ -195,7 +181,7 @@ func (r *BackupReconciler) createSnapshot(ctx context.Context, b *backupv1.Backu
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:  b.Namespace,
 			Name:       snapshotName(b.Name, now),
-			Labels:     map[string]string{SnapshotBackupLabel: b.Name},
+			Labels:     map[string]string{SnapshotBackupLabel: BackupLabelValue(b.Name)},
 			Finalizers: []string{backupv1.SnapshotFinalizer},
 		},
 		Spec: backupv1.SnapshotSpec{BackupName: b.Name},
@@ -216,62 +202,56 @@ func (r *BackupReconciler) createSnapshot(ctx context.Context, b *backupv1.Backu
 	return nil
 }
 
-// finalize removes the Backup's archives from its store, bounded by
-// DeleteTimeout: when the store is down the finalizer is removed anyway (seed
-// 000's 30 s deletion SLA) and the orphan collector cleans up later.
-func (r *BackupReconciler) finalize(ctx context.Context, b *backupv1.Backup) error {
+// finalize removes the Backup's archives from its store, in the background:
+// the finalizer goes when the store confirmed, or DeleteTimeout after the
+// deletion started, whichever comes first, so a deletion meets its SLA with
+// the store down however many Backups are deleted at once. Until then the
+// Ready condition says what it waits for; what the store still holds at the
+// deadline is left to the orphan collector.
+func (r *BackupReconciler) finalize(ctx context.Context, b *backupv1.Backup) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(b, backupv1.BackupFinalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	logger := log.FromContext(ctx).WithValues("backup", b.Namespace+"/"+b.Name)
+	key := client.ObjectKeyFromObject(b)
+	deadline := b.DeletionTimestamp.Add(r.DeleteTimeout)
+	var step cleanupStep
 	if st, err := r.Stores.Get(b.StoreName()); err != nil {
-		logger.Error(err, "Store unknown; archives left for the orphan collector")
+		step = cleanupStep{done: true, err: err}
 	} else {
-		cctx, cancel := context.WithTimeout(ctx, r.DeleteTimeout)
-		err := st.DeleteBackup(cctx, b.Namespace, b.Name)
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("delete archives of %s/%s: %w", b.Namespace, b.Name, err)
-			}
-			logger.Error(err, "Store clean-up failed; removing the finalizer anyway, the orphan collector will retry",
-				"timedOut", errors.Is(err, context.DeadlineExceeded))
-		}
+		step = r.cleanups.step(ctx, key.String(), &backupv1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: b.Namespace, Name: b.Name}}, deadline,
+			func(ctx context.Context) error { return st.DeleteBackup(ctx, b.Namespace, b.Name) })
+	}
+	if !step.done {
+		return ctrl.Result{RequeueAfter: step.wait}, r.recordPendingCleanup(ctx, b, step.err, deadline)
+	}
+	if step.err != nil {
+		log.FromContext(ctx).Info("Store clean-up incomplete; removing the finalizer, the orphan collector will finish it",
+			"backup", key.String(), "error", step.err.Error())
+		r.Events.Eventf(b, nil, corev1.EventTypeWarning, backupv1.ReasonCleanupIncomplete, "Delete",
+			"Archives left in store %q for the orphan collector: %v", b.StoreName(), step.err)
 	}
 	orig := b.DeepCopy()
 	controllerutil.RemoveFinalizer(b, backupv1.BackupFinalizer)
 	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("remove finalizer from %s/%s: %w", b.Namespace, b.Name, err)
+		return ctrl.Result{}, fmt.Errorf("remove finalizer from %s: %w", key, err)
 	}
-	r.expectations.forget(client.ObjectKeyFromObject(b).String())
-	return nil
+	r.expectations.forget(key.String())
+	return ctrl.Result{}, nil
 }
 
-// applyMetadataFaults writes what the hot-loop and fight faults write.
-func (r *BackupReconciler) applyMetadataFaults(ctx context.Context, b *backupv1.Backup) error {
-	if !r.Faults.HotLoop && !r.Faults.Fight {
+// recordPendingCleanup says in Ready why a deleting Backup is still there,
+// once an attempt failed (a healthy store needs no status write).
+func (r *BackupReconciler) recordPendingCleanup(ctx context.Context, b *backupv1.Backup, attemptErr error, deadline time.Time) error {
+	if attemptErr == nil {
 		return nil
 	}
 	orig := b.DeepCopy()
-	ann := b.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	changed := false
-	if r.Faults.HotLoop {
-		ann[HotLoopAnnotation] = r.Clock.Now().UTC().Format(time.RFC3339Nano)
-		changed = true
-	}
-	if r.Faults.Fight && ann[FightAnnotation] != ControllerTier {
-		ann[FightAnnotation] = ControllerTier
-		changed = true
-	}
-	if !changed {
+	meta.SetStatusCondition(&b.Status.Conditions, pendingCleanupCondition(b.StoreName(), attemptErr, deadline, b.Generation, r.Clock.Now()))
+	if equality.Semantic.DeepEqual(orig.Status, b.Status) {
 		return nil
 	}
-	b.SetAnnotations(ann)
-	if err := r.Client.Patch(ctx, b, client.MergeFrom(orig)); err != nil {
-		return fmt.Errorf("patch annotations of %s/%s: %w", b.Namespace, b.Name, err)
+	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("patch status of %s/%s: %w", b.Namespace, b.Name, err)
 	}
 	return nil
 }

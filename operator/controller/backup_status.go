@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -100,22 +101,12 @@ func interval(b *backupv1.Backup) time.Duration {
 	return time.Duration(sec) * time.Second
 }
 
-// snapshotName names the Snapshot taken at now. The name is deterministic per
-// second, so two writers racing on the same schedule slot collide on the name
-// (AlreadyExists) instead of creating duplicates.
-func snapshotName(backup string, now time.Time) string {
-	const maxPrefix = 253 - 1 - 20
-	if len(backup) > maxPrefix {
-		backup = backup[:maxPrefix]
-	}
-	return fmt.Sprintf("%s-%d", backup, now.Unix())
-}
-
-// desiredBackupStatus computes the Backup's status from its Snapshots. It is
-// pure: the same inputs give the same status, and LastTransitionTime only
-// moves when a condition's status changes, so an up-to-date Backup gives a
-// status equal to the one it has and the controller writes nothing.
-func desiredBackupStatus(b *backupv1.Backup, s snapshotSet, now time.Time) backupv1.BackupStatus {
+// desiredBackupStatus computes the Backup's status from its Snapshots and
+// what is wrong with its spec (problem, nil when nothing is). It is pure: the
+// same inputs give the same status, and LastTransitionTime only moves when a
+// condition's status changes, so an up-to-date Backup gives a status equal to
+// the one it has and the controller writes nothing.
+func desiredBackupStatus(b *backupv1.Backup, s snapshotSet, problem *specProblem, now time.Time) backupv1.BackupStatus {
 	st := *b.Status.DeepCopy()
 	st.ObservedGeneration = b.Generation
 	st.Snapshots = int32(s.live)
@@ -128,33 +119,80 @@ func desiredBackupStatus(b *backupv1.Backup, s snapshotSet, now time.Time) backu
 
 	scheduled := metav1.Condition{Type: backupv1.ConditionScheduled, Status: metav1.ConditionTrue, Reason: backupv1.ReasonOnSchedule,
 		Message: fmt.Sprintf("A snapshot is taken every %s", interval(b))}
-	if b.Spec.Suspend {
+	switch {
+	case problem != nil:
+		scheduled = metav1.Condition{Type: backupv1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: problem.reason,
+			Message: "No snapshot is taken until the spec is fixed"}
+	case b.Spec.Suspend:
 		scheduled = metav1.Condition{Type: backupv1.ConditionScheduled, Status: metav1.ConditionFalse, Reason: backupv1.ReasonSuspended,
 			Message: "Snapshots are suspended"}
 	}
 
-	ready := metav1.Condition{Type: backupv1.ConditionReady}
-	newestDone := newestFinished(s)
-	switch {
-	case newestDone != nil && newestDone.Status.Phase == backupv1.SnapshotFailed:
-		ready.Status, ready.Reason = metav1.ConditionFalse, backupv1.ReasonSnapshotFailed
-		ready.Message = fmt.Sprintf("Snapshot %q failed", newestDone.Name)
-	case len(s.completed) > 0:
-		ready.Status, ready.Reason = metav1.ConditionTrue, backupv1.ReasonSnapshotCompleted
-		ready.Message = fmt.Sprintf("Snapshot %q completed", s.completed[0].Name)
-	case len(s.pending) > 0:
-		ready.Status, ready.Reason = metav1.ConditionFalse, backupv1.ReasonSnapshotInProgress
-		ready.Message = fmt.Sprintf("Snapshot %q is in progress", s.pending[0].Name)
-	default:
-		ready.Status, ready.Reason = metav1.ConditionFalse, backupv1.ReasonNoSnapshotYet
-		ready.Message = "No snapshot has completed yet"
-	}
+	ready := readyCondition(b, s, problem)
 	for _, c := range []metav1.Condition{ready, scheduled} {
 		c.ObservedGeneration = b.Generation
 		c.LastTransitionTime = metav1.NewTime(now)
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	return st
+}
+
+// readyCondition summarises, most urgent first: a spec the operator cannot
+// act on, a Snapshot that blocks the next ones, a failed Snapshot, the last
+// completed one (empty or not), one in progress.
+func readyCondition(b *backupv1.Backup, s snapshotSet, problem *specProblem) metav1.Condition {
+	notReady := func(reason, msg string, args ...any) metav1.Condition {
+		return metav1.Condition{Type: backupv1.ConditionReady, Status: metav1.ConditionFalse, Reason: reason, Message: fmt.Sprintf(msg, args...)}
+	}
+	newestDone := newestFinished(s)
+	switch {
+	case problem != nil:
+		return notReady(problem.reason, "%s", problem.message)
+	case blocking(s) != nil:
+		p := blocking(s)
+		c := meta.FindStatusCondition(p.Status.Conditions, backupv1.ConditionReady)
+		return notReady(backupv1.ReasonSnapshotBlocked, "Snapshot %q cannot complete (%s: %s); no new snapshot is taken until it does or is deleted",
+			p.Name, c.Reason, c.Message)
+	case newestDone != nil && newestDone.Status.Phase == backupv1.SnapshotFailed:
+		return notReady(backupv1.ReasonSnapshotFailed, "Snapshot %q failed", newestDone.Name)
+	case len(s.completed) > 0 && s.completed[0].Status.ObjectCount == 0:
+		return metav1.Condition{Type: backupv1.ConditionReady, Status: metav1.ConditionTrue, Reason: backupv1.ReasonNothingSelected,
+			Message: fmt.Sprintf("Snapshot %q completed but is empty: spec.selector matches no %s of namespace %q",
+				s.completed[0].Name, kindsText(b), b.Namespace)}
+	case len(s.completed) > 0:
+		return metav1.Condition{Type: backupv1.ConditionReady, Status: metav1.ConditionTrue, Reason: backupv1.ReasonSnapshotCompleted,
+			Message: fmt.Sprintf("Snapshot %q completed", s.completed[0].Name)}
+	case len(s.pending) > 0:
+		return notReady(backupv1.ReasonSnapshotInProgress, "Snapshot %q is in progress", s.pending[0].Name)
+	default:
+		return notReady(backupv1.ReasonNoSnapshotYet, "No snapshot has completed yet")
+	}
+}
+
+// blocking is the newest pending Snapshot when its last attempt failed: it
+// will be retried, and until it completes no new Snapshot is taken.
+func blocking(s snapshotSet) *backupv1.Snapshot {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	p := &s.pending[0]
+	if c := meta.FindStatusCondition(p.Status.Conditions, backupv1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse {
+		return p
+	}
+	return nil
+}
+
+// kindsText names the kinds a Backup copies, for messages: "ConfigMap or Secret".
+func kindsText(b *backupv1.Backup) string {
+	kinds := b.Spec.Kinds
+	if len(kinds) == 0 {
+		kinds = []backupv1.BackupKind{backupv1.KindConfigMap, backupv1.KindSecret}
+	}
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return strings.Join(names, " or ")
 }
 
 // newestFinished is the newest Snapshot that completed or failed.

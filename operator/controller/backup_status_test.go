@@ -20,6 +20,7 @@ func snap(name string, created time.Time, phase backupv1.SnapshotPhase) backupv1
 	if phase == backupv1.SnapshotCompleted {
 		ct := metav1.NewTime(created.Add(time.Second))
 		s.Status.CompletionTime = &ct
+		s.Status.ObjectCount = 2
 	}
 	return s
 }
@@ -101,14 +102,30 @@ func TestExpired(t *testing.T) {
 	}
 }
 
+// storeFailed is a pending Snapshot whose last store write failed.
+func storeFailed(s backupv1.Snapshot) backupv1.Snapshot {
+	setSnapshotConditions(&s.Status, 1, t0, metav1.ConditionFalse, backupv1.ReasonStoreError, "put archive: connection refused")
+	return s
+}
+
+// empty is a completed Snapshot with no object in it.
+func empty(s backupv1.Snapshot) backupv1.Snapshot {
+	s.Status.ObjectCount = 0
+	return s
+}
+
 func TestDesiredBackupStatus(t *testing.T) {
+	badSelector := &specProblem{reason: backupv1.ReasonInvalidSelector, message: "spec.selector.matchLabels: Invalid value"}
 	cases := []struct {
-		name       string
-		snaps      []backupv1.Snapshot
-		suspend    bool
-		wantReady  metav1.ConditionStatus
-		wantReason string
-		wantLast   string
+		name          string
+		snaps         []backupv1.Snapshot
+		suspend       bool
+		problem       *specProblem
+		wantReady     metav1.ConditionStatus
+		wantReason    string
+		wantMessage   string
+		wantScheduled string
+		wantLast      string
 	}{
 		{name: "is not ready before any snapshot", wantReady: metav1.ConditionFalse, wantReason: backupv1.ReasonNoSnapshotYet},
 		{name: "is not ready while the first snapshot runs", snaps: []backupv1.Snapshot{snap("b-1", t0, backupv1.SnapshotPending)},
@@ -121,14 +138,38 @@ func TestDesiredBackupStatus(t *testing.T) {
 		{name: "is not ready when the newest finished snapshot failed", snaps: []backupv1.Snapshot{
 			snap("b-1", t0.Add(-time.Hour), backupv1.SnapshotCompleted), snap("b-2", t0, backupv1.SnapshotFailed)},
 			wantReady: metav1.ConditionFalse, wantReason: backupv1.ReasonSnapshotFailed, wantLast: "b-1"},
+		{name: "says the spec is invalid, with the field, and that nothing is scheduled", problem: badSelector,
+			wantReady: metav1.ConditionFalse, wantReason: backupv1.ReasonInvalidSelector, wantMessage: "spec.selector.matchLabels",
+			wantScheduled: backupv1.ReasonInvalidSelector},
+		{name: "puts an invalid spec before an older completed snapshot", problem: badSelector,
+			snaps:     []backupv1.Snapshot{snap("b-1", t0.Add(-time.Hour), backupv1.SnapshotCompleted)},
+			wantReady: metav1.ConditionFalse, wantReason: backupv1.ReasonInvalidSelector, wantScheduled: backupv1.ReasonInvalidSelector, wantLast: "b-1"},
+		{name: "says a failing snapshot blocks the next ones", snaps: []backupv1.Snapshot{storeFailed(snap("b-1", t0, backupv1.SnapshotPending))},
+			wantReady: metav1.ConditionFalse, wantReason: backupv1.ReasonSnapshotBlocked, wantMessage: `Snapshot "b-1" cannot complete (StoreError: put archive: connection refused)`},
+		{name: "is not ready while a failing snapshot blocks, even after an older success", snaps: []backupv1.Snapshot{
+			snap("b-1", t0.Add(-time.Hour), backupv1.SnapshotCompleted), storeFailed(snap("b-2", t0, backupv1.SnapshotPending))},
+			wantReady: metav1.ConditionFalse, wantReason: backupv1.ReasonSnapshotBlocked, wantLast: "b-1"},
+		{name: "is ready but says when the selector matched nothing", snaps: []backupv1.Snapshot{empty(snap("b-1", t0, backupv1.SnapshotCompleted))},
+			wantReady: metav1.ConditionTrue, wantReason: backupv1.ReasonNothingSelected, wantLast: "b-1",
+			wantMessage: `Snapshot "b-1" completed but is empty: spec.selector matches no ConfigMap or Secret of namespace "ns"`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			b := backup(60, 5, c.suspend)
-			st := desiredBackupStatus(b, classifySnapshots(c.snaps), t0)
+			st := desiredBackupStatus(b, classifySnapshots(c.snaps), c.problem, t0)
 			ready := meta.FindStatusCondition(st.Conditions, backupv1.ConditionReady)
 			if ready == nil || ready.Status != c.wantReady || ready.Reason != c.wantReason {
 				t.Fatalf("Ready = %+v, want %s/%s", ready, c.wantReady, c.wantReason)
+			}
+			if !strings.Contains(ready.Message, c.wantMessage) {
+				t.Errorf("Ready message %q does not say %q", ready.Message, c.wantMessage)
+			}
+			wantScheduled := c.wantScheduled
+			if wantScheduled == "" {
+				wantScheduled = backupv1.ReasonOnSchedule
+			}
+			if sc := meta.FindStatusCondition(st.Conditions, backupv1.ConditionScheduled); sc == nil || sc.Reason != wantScheduled {
+				t.Errorf("Scheduled = %+v, want reason %s", sc, wantScheduled)
 			}
 			for _, cond := range st.Conditions {
 				if cond.ObservedGeneration != b.Generation {
@@ -152,19 +193,9 @@ func TestDesiredBackupStatus(t *testing.T) {
 func TestDesiredBackupStatusIsStableWhenNothingChanged(t *testing.T) {
 	b := backup(60, 5, false)
 	snaps := classifySnapshots([]backupv1.Snapshot{snap("b-1", t0, backupv1.SnapshotCompleted)})
-	b.Status = desiredBackupStatus(b, snaps, t0)
-	again := desiredBackupStatus(b, snaps, t0.Add(time.Hour))
+	b.Status = desiredBackupStatus(b, snaps, nil, t0)
+	again := desiredBackupStatus(b, snaps, nil, t0.Add(time.Hour))
 	if !equality.Semantic.DeepEqual(b.Status, again) {
 		t.Fatalf("status changed an hour later with nothing new:\n%+v\n%+v", b.Status, again)
-	}
-}
-
-func TestSnapshotNameFitsAndIsDeterministic(t *testing.T) {
-	long := strings.Repeat("a", 300)
-	if n := snapshotName(long, t0); len(n) > 253 {
-		t.Errorf("name of %d characters exceeds 253", len(n))
-	}
-	if snapshotName("b", t0) != snapshotName("b", t0) {
-		t.Error("two names for the same second differ")
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 // expectations remembers the Snapshots a Backup's reconcile just created or
 // deleted, until the cache shows them. Without it a reconcile that runs before
-// the informer has seen its own create would create a second Snapshot (seed
-// 003's expectations pattern, as in the ReplicaSet controller). Entries expire
+// the informer has seen its own create would create a second Snapshot (the
+// expectations pattern of the ReplicaSet controller). Entries expire
 // after ttl so a lost watch event cannot block a Backup forever.
 type expectations struct {
 	mu    sync.Mutex

@@ -11,14 +11,17 @@ import (
 
 // SnapshotBackupIndex is the cache field index from a Snapshot to the name of
 // its Backup: the Backup controller reads its Snapshots through it, never by
-// listing every Snapshot (seed 000's N+1 fix).
+// listing every Snapshot nor by asking the API server, so a reconcile costs
+// the same whatever the number of Backups.
 const SnapshotBackupIndex = "spec.backupName"
 
-// SnapshotBackupLabel is set on every Snapshot to its Backup's name, so tools
-// (and the N+1 fault mode, which bypasses the cache) can select them.
+// SnapshotBackupLabel is set on every Snapshot to BackupLabelValue of its
+// Backup's name (the name itself unless it is over 63 characters), so kubectl
+// and other tools can select them.
 const SnapshotBackupLabel = "backup.loopwatch.dev/backup"
 
-// AddIndexes registers the field indexes the controllers use.
+// AddIndexes registers the field indexes the controllers use. Call it before
+// the manager starts: an index cannot be added to a running informer.
 func AddIndexes(ctx context.Context, idx client.FieldIndexer) error {
 	err := idx.IndexField(ctx, &backupv1.Snapshot{}, SnapshotBackupIndex, func(o client.Object) []string {
 		s, ok := o.(*backupv1.Snapshot)

@@ -29,7 +29,8 @@ type OrphanCollector struct {
 // NeedLeaderElection reports true: only the leader deletes.
 func (o *OrphanCollector) NeedLeaderElection() bool { return true }
 
-// Start sweeps every Interval until ctx is done.
+// Start sweeps every Interval, the first time one Interval after it becomes
+// leader, until ctx is done.
 func (o *OrphanCollector) Start(ctx context.Context) error {
 	interval := o.Interval
 	if interval <= 0 {

@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// every runs fn every interval until ctx is done. The first run is one interval after the start:
-// the operator's periodic runnables (orphan sweeps, the fault modes' fighter and mass updater)
-// should not all fire the moment a replica becomes leader.
+// every runs fn every interval until ctx is done. The first run is one interval after the start,
+// so a replica that just became leader is not busy sweeping while it catches up on its queue.
 func every(ctx context.Context, interval time.Duration, fn func(context.Context)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()

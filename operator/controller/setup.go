@@ -8,8 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -18,7 +16,7 @@ import (
 	backupv1 "github.com/loopwatch/loopwatch/operator/api/v1alpha1"
 )
 
-// ControllerOptions are the knobs both controllers share.
+// ControllerOptions are the knobs of one controller's setup.
 type ControllerOptions struct {
 	// MaxConcurrentReconciles per controller. Defaults to 4.
 	MaxConcurrentReconciles int
@@ -26,8 +24,13 @@ type ControllerOptions struct {
 	SkipNameValidation bool
 	// Metrics receives the per-controller API call counters; may be nil.
 	Metrics *instrument.Metrics
-	// MassUpdates, when set, feeds the Backup controller the mass updater's events.
-	MassUpdates <-chan event.GenericEvent
+	// WrapReconciler, when set, decorates the reconciler; it receives the
+	// instrumented client the reconciler uses, so the decorator's calls count
+	// under the same controller. Tracing, or test-only behaviour injected from
+	// outside, hooks in here without editing the reconciler.
+	WrapReconciler func(client.Client, reconcile.Reconciler) reconcile.Reconciler
+	// ExtraSources wake the controller besides its own watches.
+	ExtraSources []source.Source
 }
 
 func (o ControllerOptions) controller() controller.Options {
@@ -39,41 +42,34 @@ func (o ControllerOptions) controller() controller.Options {
 		MaxConcurrentReconciles: n,
 		// The priority queue is the default since controller-runtime v0.23;
 		// say so, because it is what makes edge-triggered work overtake the
-		// low-priority items of a startup or resync (seed 003).
+		// low-priority items of a startup or resync.
 		UsePriorityQueue:   ptr.To(true),
 		SkipNameValidation: ptr.To(o.SkipNameValidation),
 	}
 }
 
-// deletionStarted passes the update that sets a deletionTimestamp, so the
-// finalizer runs whether or not the API server bumped the generation. Finalizer
-// changes alone do not pass: the controller's own finalizer patch must not
-// wake it again.
-var deletionStarted = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		if e.ObjectOld == nil || e.ObjectNew == nil {
-			return true
+// complete instruments r, applies WrapReconciler and ExtraSources, and
+// registers the controller. setClient hands r the instrumented client.
+func (o ControllerOptions) complete(mgr ctrl.Manager, name string, b *builder.Builder, r reconcile.Reconciler, setClient func(client.Client)) error {
+	for _, src := range o.ExtraSources {
+		b = b.WatchesRawSource(src)
+	}
+	rec := instrument.Reconciler(name, mgr.GetClient(), o.Metrics, func(c client.Client) reconcile.Reconciler {
+		setClient(c)
+		if o.WrapReconciler != nil {
+			return o.WrapReconciler(c, r)
 		}
-		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
-	},
-}
-
-// snapshotProgressed passes Snapshot updates the Backup controller cares
-// about: a phase change or a deletion, not its own metadata churn.
-var snapshotProgressed = predicate.Funcs{
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*backupv1.Snapshot)
-		n, ok2 := e.ObjectNew.(*backupv1.Snapshot)
-		if !ok1 || !ok2 {
-			return true
-		}
-		return o.Status.Phase != n.Status.Phase || o.DeletionTimestamp.IsZero() != n.DeletionTimestamp.IsZero()
-	},
+		return r
+	})
+	if err := b.Named(name).WithOptions(o.controller()).Complete(rec); err != nil {
+		return fmt.Errorf("set up %s controller: %w", name, err)
+	}
+	return nil
 }
 
 // RBAC of the operator, least privilege: it patches (never updates) its own
-// kinds, reads ConfigMaps and Secrets, and sets owner references with
-// blockOwnerDeletion (hence backups/finalizers).
+// kinds, reads ConfigMaps and Secrets, sets owner references with
+// blockOwnerDeletion (hence backups/finalizers) and emits Events.
 //
 // +kubebuilder:rbac:groups=backup.loopwatch.dev,resources=backups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backup.loopwatch.dev,resources=backups/status,verbs=get;patch
@@ -81,55 +77,27 @@ var snapshotProgressed = predicate.Funcs{
 // +kubebuilder:rbac:groups=backup.loopwatch.dev,resources=snapshots,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=backup.loopwatch.dev,resources=snapshots/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=configmaps;secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // SetupWithManager registers the Backup controller. Backups wake it only when
-// their spec (generation), deletion or finalizers change; Snapshots wake their
-// owner only when their phase changes or they go away.
+// their spec (generation) changes or their deletion starts; Snapshots wake
+// their owner only when their phase or Ready reason changes or they go away;
+// a finished store clean-up wakes the Backup it was for. Metadata churn,
+// including the controller's own writes, wakes nothing.
 func (r *BackupReconciler) SetupWithManager(mgr ctrl.Manager, o ControllerOptions) error {
-	forPredicates := predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted)
-	switch {
-	case r.Faults.HotLoop:
-		// The seed 002 bug: no predicate, so the reconciler's own annotation write wakes it.
-		forPredicates = predicate.Funcs{}
-	case r.Faults.Fight:
-		forPredicates = predicate.Or[client.Object](forPredicates, predicate.AnnotationChangedPredicate{})
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named(BackupControllerName).
-		For(&backupv1.Backup{}, builder.WithPredicates(forPredicates)).
+		For(&backupv1.Backup{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
 		Owns(&backupv1.Snapshot{}, builder.WithPredicates(snapshotProgressed)).
-		WithOptions(o.controller())
-	if o.MassUpdates != nil {
-		b = b.WatchesRawSource(source.Channel(o.MassUpdates, &handler.EnqueueRequestForObject{}))
-	}
-	inner := r
-	rec := instrument.Reconciler(BackupControllerName, mgr.GetClient(), o.Metrics, func(c client.Client) reconcile.Reconciler {
-		inner.Client = c
-		if inner.APIReader == nil {
-			inner.APIReader = mgr.GetAPIReader()
-		}
-		inner.APIReader = instrument.NewReader(BackupControllerName, inner.APIReader, mgr.GetScheme(), o.Metrics)
-		return inner
-	})
-	if err := b.Complete(rec); err != nil {
-		return fmt.Errorf("set up backup controller: %w", err)
-	}
-	return nil
+		WatchesRawSource(r.cleanups.source())
+	return o.complete(mgr, BackupControllerName, b, r, func(c client.Client) { r.Client = c })
 }
 
-// SetupWithManager registers the Snapshot controller.
+// SetupWithManager registers the Snapshot controller. Snapshots wake it when
+// their spec changes or their deletion starts, never on its own status
+// writes; a finished store clean-up wakes the Snapshot it was for.
 func (r *SnapshotReconciler) SetupWithManager(mgr ctrl.Manager, o ControllerOptions) error {
-	rec := instrument.Reconciler(SnapshotControllerName, mgr.GetClient(), o.Metrics, func(c client.Client) reconcile.Reconciler {
-		r.Client = c
-		return r
-	})
-	err := ctrl.NewControllerManagedBy(mgr).
-		Named(SnapshotControllerName).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&backupv1.Snapshot{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deletionStarted))).
-		WithOptions(o.controller()).
-		Complete(rec)
-	if err != nil {
-		return fmt.Errorf("set up snapshot controller: %w", err)
-	}
-	return nil
+		WatchesRawSource(r.cleanups.source())
+	return o.complete(mgr, SnapshotControllerName, b, r, func(c client.Client) { r.Client = c })
 }

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,8 +25,8 @@ import (
 const SnapshotControllerName = "snapshot"
 
 // SnapshotReconciler writes a Snapshot's archive once and reports where it is;
-// a completed Snapshot is never touched again. Its finalizer removes the
-// archive, bounded by DeleteTimeout.
+// a completed or failed Snapshot is never touched again. Its finalizer removes
+// the archive in the background, for at most DeleteTimeout.
 type SnapshotReconciler struct {
 	// Client reads from the cache and writes to the API server; instrument it.
 	Client client.Client
@@ -35,11 +36,18 @@ type SnapshotReconciler struct {
 	Clock clock.PassiveClock
 	// PutTimeout bounds writing one archive.
 	PutTimeout time.Duration
-	// DeleteTimeout bounds the store clean-up of the finalizer.
+	// DeleteTimeout is how long after a Snapshot's deletion starts its
+	// finalizer waits for the store clean-up (see BackupReconciler).
 	DeleteTimeout time.Duration
+	// Events receives a Warning when a clean-up is left to the orphan
+	// collector; nil drops them.
+	Events events.EventRecorder
+
+	cleanups *cleanups
 }
 
-// NewSnapshotReconciler fills in defaults.
+// NewSnapshotReconciler fills in the defaults: real clock, 1 min put timeout,
+// 10 s delete timeout.
 func NewSnapshotReconciler(r SnapshotReconciler) *SnapshotReconciler {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -50,6 +58,10 @@ func NewSnapshotReconciler(r SnapshotReconciler) *SnapshotReconciler {
 	if r.DeleteTimeout <= 0 {
 		r.DeleteTimeout = 10 * time.Second
 	}
+	if r.Events == nil {
+		r.Events = noEvents{}
+	}
+	r.cleanups = newCleanups(r.Clock)
 	return &r
 }
 
@@ -58,10 +70,14 @@ func NewSnapshotReconciler(r SnapshotReconciler) *SnapshotReconciler {
 func (r *SnapshotReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &backupv1.Snapshot{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			r.cleanups.forget(req.String())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("get snapshot %q: %w", req, err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, s)
+		return r.finalize(ctx, s)
 	}
 	if !controllerutil.ContainsFinalizer(s, backupv1.SnapshotFinalizer) {
 		orig := s.DeepCopy()
@@ -100,6 +116,15 @@ func (r *SnapshotReconciler) write(ctx context.Context, s *backupv1.Snapshot, st
 			fmt.Sprintf("Backup %q does not exist", s.Spec.BackupName))
 		return nil
 	}
+	// A spec the Backup controller refuses to act on cannot be retried into
+	// working: fail the Snapshot, so it does not block the next one once the
+	// spec is fixed.
+	if problem := validateBackupSpec(b, r.Stores); problem != nil {
+		st.Phase = backupv1.SnapshotFailed
+		setSnapshotConditions(st, s.Generation, now, metav1.ConditionFalse, problem.reason,
+			fmt.Sprintf("Backup %q: %s", b.Name, problem.message))
+		return nil
+	}
 	entries, err := r.collect(ctx, b)
 	if err != nil {
 		return err
@@ -110,25 +135,25 @@ func (r *SnapshotReconciler) write(ctx context.Context, s *backupv1.Snapshot, st
 	}
 	st.Phase = backupv1.SnapshotPending
 	stor, err := r.Stores.Get(b.StoreName())
-	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, r.PutTimeout)
-		var obj store.Object
-		obj, err = stor.Put(cctx, store.Key{Namespace: s.Namespace, Backup: b.Name, Snapshot: s.Name}, archive)
-		cancel()
-		if err == nil {
-			st.Phase = backupv1.SnapshotCompleted
-			st.Location, st.SizeBytes, st.Checksum = obj.Location, obj.Size, obj.Checksum
-			st.ObjectCount = int32(len(entries))
-			done := r.Clock.Now()
-			t := metav1.NewTime(done)
-			st.CompletionTime = &t
-			setSnapshotConditions(st, s.Generation, done, metav1.ConditionTrue, backupv1.ReasonArchiveWritten,
-				fmt.Sprintf("%d objects, %d bytes", len(entries), obj.Size))
-			return nil
-		}
+	if err != nil {
+		return err // checked above
 	}
-	setSnapshotConditions(st, s.Generation, now, metav1.ConditionFalse, backupv1.ReasonStoreError, err.Error())
-	return fmt.Errorf("store archive of %s/%s: %w", s.Namespace, s.Name, err)
+	cctx, cancel := context.WithTimeout(ctx, r.PutTimeout)
+	obj, err := stor.Put(cctx, store.Key{Namespace: s.Namespace, Backup: b.Name, Snapshot: s.Name}, archive)
+	cancel()
+	if err != nil {
+		setSnapshotConditions(st, s.Generation, now, metav1.ConditionFalse, backupv1.ReasonStoreError, err.Error())
+		return fmt.Errorf("store archive of %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	st.Phase = backupv1.SnapshotCompleted
+	st.Location, st.SizeBytes, st.Checksum = obj.Location, obj.Size, obj.Checksum
+	st.ObjectCount = int32(len(entries))
+	done := r.Clock.Now()
+	t := metav1.NewTime(done)
+	st.CompletionTime = &t
+	setSnapshotConditions(st, s.Generation, done, metav1.ConditionTrue, backupv1.ReasonArchiveWritten,
+		fmt.Sprintf("%d objects, %d bytes", len(entries), obj.Size))
+	return nil
 }
 
 // collect reads the selected objects from the cache.
@@ -181,35 +206,58 @@ func setSnapshotConditions(st *backupv1.SnapshotStatus, gen int64, now time.Time
 	}
 }
 
-// finalize removes the archive, bounded by DeleteTimeout; on failure the
-// finalizer goes anyway and the orphan collector retries later.
-func (r *SnapshotReconciler) finalize(ctx context.Context, s *backupv1.Snapshot) error {
+// finalize removes the archive in the background, as the Backup's finalizer
+// does: the finalizer goes when the store confirmed or DeleteTimeout after
+// the deletion started, and the orphan collector deletes what is left.
+func (r *SnapshotReconciler) finalize(ctx context.Context, s *backupv1.Snapshot) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(s, backupv1.SnapshotFinalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
-	logger := log.FromContext(ctx).WithValues("snapshot", s.Namespace+"/"+s.Name)
+	key := client.ObjectKeyFromObject(s)
 	storeName := DefaultStoreName
 	b := &backupv1.Backup{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.BackupName}, b); err == nil {
 		storeName = b.StoreName()
 	}
+	deadline := s.DeletionTimestamp.Add(r.DeleteTimeout)
+	var step cleanupStep
 	if st, err := r.Stores.Get(storeName); err != nil {
-		logger.Error(err, "Store unknown; archive left for the orphan collector")
+		step = cleanupStep{done: true, err: err}
 	} else {
-		cctx, cancel := context.WithTimeout(ctx, r.DeleteTimeout)
-		err := st.Delete(cctx, store.Key{Namespace: s.Namespace, Backup: s.Spec.BackupName, Snapshot: s.Name})
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return fmt.Errorf("delete archive of %s/%s: %w", s.Namespace, s.Name, err)
-			}
-			logger.Error(err, "Store clean-up failed; removing the finalizer anyway, the orphan collector will retry")
-		}
+		archive := store.Key{Namespace: s.Namespace, Backup: s.Spec.BackupName, Snapshot: s.Name}
+		step = r.cleanups.step(ctx, key.String(), &backupv1.Snapshot{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name}}, deadline,
+			func(ctx context.Context) error { return st.Delete(ctx, archive) })
+	}
+	if !step.done {
+		return ctrl.Result{RequeueAfter: step.wait}, r.recordPendingCleanup(ctx, s, storeName, step.err, deadline)
+	}
+	if step.err != nil {
+		log.FromContext(ctx).Info("Store clean-up incomplete; removing the finalizer, the orphan collector will finish it",
+			"snapshot", key.String(), "error", step.err.Error())
+		r.Events.Eventf(s, nil, corev1.EventTypeWarning, backupv1.ReasonCleanupIncomplete, "Delete",
+			"Archive left in store %q for the orphan collector: %v", storeName, step.err)
 	}
 	orig := s.DeepCopy()
 	controllerutil.RemoveFinalizer(s, backupv1.SnapshotFinalizer)
 	if err := r.Client.Patch(ctx, s, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("remove finalizer from %s/%s: %w", s.Namespace, s.Name, err)
+		return ctrl.Result{}, fmt.Errorf("remove finalizer from %s: %w", key, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// recordPendingCleanup says in Ready why a deleting Snapshot is still there,
+// once an attempt failed.
+func (r *SnapshotReconciler) recordPendingCleanup(ctx context.Context, s *backupv1.Snapshot, storeName string, attemptErr error, deadline time.Time) error {
+	if attemptErr == nil {
+		return nil
+	}
+	orig := s.DeepCopy()
+	meta.SetStatusCondition(&s.Status.Conditions, pendingCleanupCondition(storeName, attemptErr, deadline, s.Generation, r.Clock.Now()))
+	if equality.Semantic.DeepEqual(orig.Status, s.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, s, client.MergeFrom(orig)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("patch status of %s: %w", client.ObjectKeyFromObject(s), err)
 	}
 	return nil
 }

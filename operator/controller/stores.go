@@ -13,7 +13,8 @@ const DefaultStoreName = "default"
 // Stores maps the store names a Backup's storeRef can use to stores.
 type Stores map[string]store.Store
 
-// Get returns the named store.
+// Get resolves a storeRef name; empty means DefaultStoreName. An unknown name
+// is an error the caller reports, never a silent fallback to the default.
 func (s Stores) Get(name string) (store.Store, error) {
 	if name == "" {
 		name = DefaultStoreName
@@ -25,7 +26,8 @@ func (s Stores) Get(name string) (store.Store, error) {
 	return st, nil
 }
 
-// Names returns the configured store names, sorted.
+// Names returns the configured store names, sorted so sweeps visit the stores
+// in a stable order.
 func (s Stores) Names() []string {
 	names := make([]string, 0, len(s))
 	for n := range s {

@@ -11,10 +11,10 @@ import (
 // ErrInjected is returned by a Faulty store that is told to fail.
 var ErrInjected = errors.New("injected store failure")
 
-// Faulty wraps a Store to reproduce the seed incidents on purpose: a slow
-// store (45 s calls), an outage during deletion (deletes hang until their
-// context ends, as an unreachable S3 endpoint does) and a failing store (every
-// write errors at once, an error storm). The zero value of each fault is off.
+// Faulty wraps a Store to break it on purpose: a slow store (45 s calls), an
+// outage during deletion (deletes hang until their context ends, as an
+// unreachable S3 endpoint does) and a failing store (every write errors at
+// once, an error storm). The zero value of each fault is off.
 type Faulty struct {
 	inner   Store
 	latency time.Duration
@@ -27,10 +27,11 @@ func NewFaulty(inner Store, latency time.Duration) *Faulty {
 	return &Faulty{inner: inner, latency: latency}
 }
 
-// SetDeleteOutage switches the deletion outage on or off.
+// SetDeleteOutage switches the deletion outage on or off; safe while the
+// operator runs, so a test can start and end an outage.
 func (f *Faulty) SetDeleteOutage(on bool) { f.outage.Store(on) }
 
-// SetFailing switches the failing-writes fault on or off.
+// SetFailing switches the failing writes on or off; safe while the operator runs.
 func (f *Faulty) SetFailing(on bool) { f.failing.Store(on) }
 
 func (f *Faulty) wait(ctx context.Context, d time.Duration) error {

@@ -46,14 +46,22 @@ func (f *Filesystem) Put(ctx context.Context, key Key, archive []byte) (Object, 
 		return Object{}, fmt.Errorf("put archive %q: %w", key, err)
 	}
 	p := f.path(key)
-	if err := os.MkdirAll(filepath.Dir(p), 0o750); err != nil {
+	var err error
+	for range 3 {
+		if err = os.MkdirAll(filepath.Dir(p), 0o750); err == nil {
+			err = writeAtomic(p, archive)
+		}
+		// A Delete of the directory's last archive removes the directory; if
+		// that happened between the two steps, make it again.
+		if !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if err != nil {
 		return Object{}, fmt.Errorf("put archive %q: %w", key, err)
 	}
 	sum := sha256.Sum256(archive)
 	digest := hex.EncodeToString(sum[:])
-	if err := writeAtomic(p, archive); err != nil {
-		return Object{}, fmt.Errorf("put archive %q: %w", key, err)
-	}
 	line := fmt.Sprintf("%s  %s\n", digest, filepath.Base(p))
 	if err := writeAtomic(p+".sha256", []byte(line)); err != nil {
 		return Object{}, fmt.Errorf("put checksum of %q: %w", key, err)
@@ -77,7 +85,8 @@ func writeAtomic(p string, data []byte) error {
 	return os.Rename(tmp.Name(), p)
 }
 
-// Delete removes the archive and its checksum file.
+// Delete removes the archive and its checksum file, then the Backup's and
+// the namespace's directories if that left them empty.
 func (f *Filesystem) Delete(ctx context.Context, key Key) error {
 	if err := key.Validate(); err != nil {
 		return fmt.Errorf("delete archive: %w", err)
@@ -91,10 +100,23 @@ func (f *Filesystem) Delete(ctx context.Context, key Key) error {
 			return fmt.Errorf("delete archive %q: %w", key, err)
 		}
 	}
+	f.removeEmpty(filepath.Join(f.root, key.Namespace, key.Backup), filepath.Join(f.root, key.Namespace))
 	return nil
 }
 
-// DeleteBackup removes the Backup's directory.
+// removeEmpty removes each directory that is empty, in order, and stops at
+// the first that is not: an archive still there or a Put in progress keeps
+// it, and the orphan collector leaves no empty directories behind.
+func (f *Filesystem) removeEmpty(dirs ...string) {
+	for _, d := range dirs {
+		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return
+		}
+	}
+}
+
+// DeleteBackup removes the Backup's directory, then the namespace's if that
+// left it empty.
 func (f *Filesystem) DeleteBackup(ctx context.Context, namespace, backup string) error {
 	if err := (Key{Namespace: namespace, Backup: backup, Snapshot: "x"}).Validate(); err != nil {
 		return fmt.Errorf("delete backup archives: %w", err)
@@ -105,6 +127,7 @@ func (f *Filesystem) DeleteBackup(ctx context.Context, namespace, backup string)
 	if err := os.RemoveAll(filepath.Join(f.root, namespace, backup)); err != nil {
 		return fmt.Errorf("delete archives of %s/%s: %w", namespace, backup, err)
 	}
+	f.removeEmpty(filepath.Join(f.root, namespace))
 	return nil
 }
 

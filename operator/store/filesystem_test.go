@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -61,6 +60,9 @@ func TestFilesystemListAndDelete(t *testing.T) {
 		{name: "deleting one archive removes it", do: func() error { return fs.Delete(ctx, keys[0]) }, want: 2},
 		{name: "deleting a missing archive is not an error", do: func() error { return fs.Delete(ctx, keys[0]) }, want: 2},
 		{name: "deleting a backup removes all its archives", do: func() error { return fs.DeleteBackup(ctx, "ns", "a") }, want: 1},
+		{name: "deleting the last archive leaves no empty directory", do: func() error { return fs.Delete(ctx, keys[2]) }, want: 0},
+		{name: "a put after that makes the directories again", do: func() error { _, err := fs.Put(ctx, keys[2], []byte("x")); return err }, want: 1},
+		{name: "deleting the backup of the last archive leaves no empty directory", do: func() error { return fs.DeleteBackup(ctx, "ns", "b") }, want: 0},
 	}
 	for _, s := range steps {
 		if err := s.do(); err != nil {
@@ -74,8 +76,8 @@ func TestFilesystemListAndDelete(t *testing.T) {
 			t.Fatalf("%s: %d archives %v, want %d", s.name, len(got), got, s.want)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(fs.root, "ns", "a")); !os.IsNotExist(err) {
-		t.Errorf("backup directory still exists: %v", err)
+	if entries, err := os.ReadDir(fs.root); err != nil || len(entries) > 0 {
+		t.Errorf("the store's root still holds %v (%v)", entries, err)
 	}
 }
 

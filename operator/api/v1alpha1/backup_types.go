@@ -17,7 +17,13 @@ const (
 // BackupSpec says which objects to back up, how often and how many snapshots to keep.
 type BackupSpec struct {
 	// selector selects, by label, the objects of the Backup's namespace to copy.
-	// An empty selector selects every object of the listed kinds.
+	// An empty selector selects every object of the listed kinds. The API
+	// server refuses unknown operators, missing or extra values and label
+	// values over 63 characters; the operator checks the rest of the label
+	// syntax and reports a bad selector as Ready=False, reason InvalidSelector.
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="operator must be In, NotIn, Exists or DoesNotExist",fieldPath=".matchExpressions"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn'] ? has(e.values) && size(e.values) > 0 : !has(e.values) || size(e.values) == 0)",message="values must be set for In and NotIn and empty for Exists and DoesNotExist",fieldPath=".matchExpressions"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.all(k, size(self.matchLabels[k]) <= 63)",message="label values must be at most 63 characters",fieldPath=".matchLabels"
 	// +required
 	Selector metav1.LabelSelector `json:"selector"`
 

@@ -23,6 +23,22 @@ const (
 	ReasonStoreError         = "StoreError"
 	ReasonBackupNotFound     = "BackupNotFound"
 	ReasonPending            = "Pending"
+	// ReasonInvalidSelector: spec.selector is not a valid label selector.
+	ReasonInvalidSelector = "InvalidSelector"
+	// ReasonStoreNotConfigured: spec.storeRef names a store the operator does not have.
+	ReasonStoreNotConfigured = "StoreNotConfigured"
+	// ReasonSnapshotBlocked: the newest Snapshot keeps failing to complete,
+	// and no new one is taken until it does.
+	ReasonSnapshotBlocked = "SnapshotBlocked"
+	// ReasonNothingSelected: the newest Snapshot completed but is empty,
+	// because the selector matches no object of the listed kinds.
+	ReasonNothingSelected = "NothingSelected"
+	// ReasonCleanupPending: the object is being deleted and its finalizer
+	// waits for the store to delete its archives.
+	ReasonCleanupPending = "CleanupPending"
+	// ReasonCleanupIncomplete (an Event): the finalizer went at its deadline
+	// without the store clean-up; the orphan collector deletes what is left.
+	ReasonCleanupIncomplete = "CleanupIncomplete"
 )
 
 // Finalizers owned by the operator.

@@ -1,0 +1,114 @@
+package gen
+
+import (
+	"time"
+	"unicode"
+)
+
+// Alert declares one alert, everything about it in one place: its settings with their defaults,
+// documentation and bounds, its expression, labels and annotations, the dashboard panel that shows
+// its signal, and its promtool cases. The config (alerts.<Key>), its validation and reference
+// documentation, the mixin's `_config`, the runbook index, the generated promtool tests and the
+// e2e expectations are all derived from the declarations (see ruleGroups for the list).
+type Alert struct {
+	// Key names the alert in the config (alerts.<Key>) and starts the names of its parameters in
+	// the mixin's `_config` (<Key>For, <Key>Threshold, ...).
+	Key string
+	// Name is the alert's name without the common prefix (see alertPrefix).
+	Name string
+	// Severity and For are the defaults of the alert's severity label and `for` duration.
+	Severity Severity
+	For      time.Duration
+	// Params are the alert's numeric settings.
+	Params []Param
+	// Level is the aggregation level of the expression: every instance of the alert carries these
+	// labels (plus severity), and they tell the reader where to look.
+	Level level
+	// Expr returns the alert's expression, with references to its parameters (see exprEnv).
+	Expr func(e *exprEnv) string
+	// Summary is a static sentence; Description a template naming the labels that locate the
+	// failure. Both describe the failure itself.
+	Summary, Description string
+	// Panel is the dashboard panel that shows the alert's signal.
+	Panel PanelRef
+	// Cases are the alert's promtool cases, written in terms of its settings: at least one that
+	// fires (pinned at the `for:` boundary) and one healthy case that must stay silent.
+	Cases func(c *caseEnv) []Case
+}
+
+// Param is one numeric setting of an alert.
+type Param struct {
+	// Key names the setting in the config (alerts.<alert>.<Key>).
+	Key string
+	// Default is the value used when the config does not name the setting.
+	Default float64
+	// Doc says what the setting means, for the config reference.
+	Doc string
+	// Check is the setting's valid range.
+	Check bound
+}
+
+// PanelRef names a panel of a generated dashboard.
+type PanelRef struct {
+	// Dashboard is the dashboard's key (controller, audit, exporter).
+	Dashboard string
+	// Title is the panel's title.
+	Title string
+}
+
+// FullName is the alert's name as Prometheus and Alertmanager see it, e.g. LoopwatchQueueBacklog.
+func (a *Alert) FullName() string { return alertPrefix + a.Name }
+
+// param returns the declaration of the parameter key.
+func (a *Alert) param(key string) (Param, bool) {
+	for _, p := range a.Params {
+		if p.Key == key {
+			return p, true
+		}
+	}
+	return Param{}, false
+}
+
+// mixinName is the name of one of the alert's settings in the mixin's `_config`.
+func (a *Alert) mixinName(setting string) string {
+	r := []rune(setting)
+	r[0] = unicode.ToUpper(r[0])
+	return a.Key + string(r)
+}
+
+// LabelNames are the labels every instance of the alert carries besides severity, with the
+// cluster label named as in cfg.
+func (a *Alert) LabelNames(cfg Config) []string { return a.Level.resolve(cfg) }
+
+// exprEnv is what an alert's expression is built from: references to the alert's own settings
+// and to the configured selectors.
+type exprEnv struct {
+	b *builder
+	a *Alert
+}
+
+// P returns a reference to the alert's parameter key.
+func (e *exprEnv) P(key string) string {
+	if _, ok := e.a.param(key); !ok {
+		panic("alert " + e.a.Key + " has no parameter " + key)
+	}
+	return e.b.p.G(e.a.mixinName(key), e.b.cfg.Alerts[e.a.Key].Values[key])
+}
+
+// Selector returns a reference to a configured selector (see builder.selector).
+func (e *exprEnv) Selector(name string) string { return e.b.selector(name) }
+
+// Group is the name of the rule group the alert belongs to.
+func (a *Alert) Group() string {
+	for _, g := range ruleGroups() {
+		for _, x := range g.Alerts {
+			if x == a {
+				return g.Name
+			}
+		}
+	}
+	return ""
+}
+
+// Range says which values the parameter accepts, e.g. "must be positive".
+func (p Param) Range() string { return p.Check.want }

@@ -1,0 +1,352 @@
+package gen
+
+import (
+	"math"
+	"time"
+)
+
+// The audit alerts read the loopwatch audit exporter's metrics: who writes what, who overwrites
+// whom, and whether the audit pipeline itself delivers.
+
+const whereObject = "{{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }}"
+
+// The actors of the audit cases: two controllers' service accounts.
+const (
+	operatorActor = "system:serviceaccount:backup-system:backup-operator"
+	rivalActor    = "system:serviceaccount:kube-system:tier-controller"
+)
+
+// offender returns the labels of a top-offender gauge about one Backup.
+func offender(c *caseEnv, actors ...string) Labels {
+	return c.Target("exporter").With(append([]string{"group", "backup.loopwatch.dev", "resource", "backups", "object_namespace", "backup-system", "object_name", "nightly"}, actors...)...)
+}
+
+// offenderCases are the cases of an alert on a top-offender gauge: the gauge appears when the
+// exporter finds an offender, at firing (at or above the threshold) or healthy (under it).
+func offenderCases(c *caseEnv, metric string, firing, healthy float64, l Labels) []Case {
+	return []Case{
+		{
+			Name:   "fires when the exporter reports an offender at the threshold",
+			Series: []*Series{Gauge(metric, l, firing).From(incidentAt)},
+			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(firing)},
+		},
+		{
+			Name:   "stays silent on an offender under the threshold",
+			Series: []*Series{Gauge(metric, l, healthy).From(incidentAt)},
+		},
+	}
+}
+
+// WriteFight fires when two actors take turns writing one object, each undoing the other: two
+// controllers that disagree about one field of a ServiceAccount, say.
+var WriteFight = &Alert{
+	Key: "writeFight", Name: "WriteFight",
+	Severity: SeverityWarning, For: 5 * time.Minute,
+	Params: []Param{
+		{Key: "threshold", Default: 4, Check: positive,
+			Doc: "Handoffs between the same two actors on one object within the exporter's fight window at which the alert fires."},
+	},
+	Level: levelAuditObject.with("actor_a", "actor_b", "mutating_webhook"),
+	Expr: func(e *exprEnv) string {
+		return maxBy(levelAuditObject.with("actor_a", "actor_b", "mutating_webhook"), sel("loopwatch_audit_fight_handoffs", e.Selector("exporter"))) + " >= " + e.P("threshold")
+	},
+	Summary:     "Two actors keep overwriting each other's writes to one object.",
+	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
+	Panel:       PanelRef{"audit", "Active fights"},
+	Cases: func(c *caseEnv) []Case {
+		th := c.P("threshold")
+		cases := offenderCases(c, "loopwatch_audit_fight_handoffs", math.Ceil(th), math.Ceil(th)-1,
+			offender(c, "actor_a", rivalActor, "actor_b", operatorActor, "field_manager_a", "tier-controller", "field_manager_b", "backup-operator"))
+		l := offender(c, "actor_a", rivalActor, "actor_b", operatorActor, "field_manager_a", "tier-controller", "field_manager_b", "backup-operator", "mutating_webhook", webhookName)
+		return append(cases, Case{
+			Name:   "names the mutating webhook that rewrites one actor's writes",
+			Series: []*Series{Gauge("loopwatch_audit_fight_handoffs", l, math.Ceil(th)).From(incidentAt)},
+			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(math.Ceil(th))},
+		})
+	},
+}
+
+// webhookName is the mutating admission webhook of the audit cases.
+const webhookName = "tier-defaults/tier.defaults.example.com"
+
+// HotObject fires when one actor rewrites one object at a high rate: a controller that writes on
+// every reconcile (a timestamp, a status that always changes) re-triggers itself.
+var HotObject = &Alert{
+	Key: "hotObject", Name: "HotObject",
+	Severity: SeverityWarning, For: 10 * time.Minute,
+	Params: []Param{
+		{Key: "threshold", Default: 0.25, Check: positive,
+			Doc: "Writes per second by one actor to one object above which the alert fires."},
+	},
+	Level: levelAuditObject.with("actor", "mutating_webhook"),
+	Expr: func(e *exprEnv) string {
+		return maxBy(levelAuditObject.with("actor", "mutating_webhook"), sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"))) + " > " + e.P("threshold")
+	},
+	Summary:     "One actor rewrites one object at a high rate.",
+	Description: "{{ $labels.actor }} writes " + whereObject + " {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
+	Panel:       PanelRef{"audit", "Hot objects"},
+	Cases: func(c *caseEnv) []Case {
+		th := c.P("threshold")
+		cases := offenderCases(c, "loopwatch_audit_hot_object_writes_per_second", th*above, th/2, offender(c, "actor", operatorActor, "field_manager", "backup-operator"))
+		l := offender(c, "actor", operatorActor, "field_manager", "backup-operator", "mutating_webhook", webhookName)
+		return append(cases, Case{
+			Name:   "names the mutating webhook the actor loops with",
+			Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", l, th*above).From(incidentAt)},
+			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(th * above)},
+		})
+	},
+}
+
+// ReplicaRace fires when several pods of one actor write one object within the race window:
+// replicas reconciling the same objects at once, without leader election.
+var ReplicaRace = &Alert{
+	Key: "replicaRace", Name: "ReplicaRace",
+	Severity: SeverityWarning, For: 5 * time.Minute,
+	Params: []Param{
+		{Key: "threshold", Default: 2, Check: atLeastTwo,
+			Doc: "Pods of one actor writing one object within the exporter's race window at which the alert fires."},
+	},
+	Level: levelAuditObject.with("actor"),
+	Expr: func(e *exprEnv) string {
+		return maxBy(levelAuditObject.with("actor"), sel("loopwatch_audit_replica_race_pods", e.Selector("exporter"))) + " >= " + e.P("threshold")
+	},
+	Summary:     "Several replicas of one controller write the same object.",
+	Description: "{{ $value }} pods of {{ $labels.actor }} wrote " + whereObject + " within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease.",
+	Panel:       PanelRef{"audit", "Replica races"},
+	Cases: func(c *caseEnv) []Case {
+		th := c.P("threshold")
+		return offenderCases(c, "loopwatch_audit_replica_race_pods", math.Ceil(th), math.Ceil(th)-1, offender(c, "actor", operatorActor))
+	},
+}
+
+// ConflictStorm fires when an actor's writes are rejected with 409 Conflict at a high rate.
+var ConflictStorm = &Alert{
+	Key: "conflictStorm", Name: "ConflictStorm",
+	Severity: SeverityWarning, For: 10 * time.Minute,
+	Params: []Param{
+		{Key: "threshold", Default: 1, Check: positive,
+			Doc: "409 Conflict answers per second to one actor's writes of one resource above which the alert fires."},
+	},
+	Level:       levelActor,
+	Expr:        func(e *exprEnv) string { return recAuditConflicts.Name + " > " + e.P("threshold") },
+	Summary:     "An actor's writes are rejected with 409 Conflict at a high rate.",
+	Description: "{{ $labels.actor }} gets {{ $value | printf \"%.2f\" }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects.",
+	Panel:       PanelRef{"audit", "Conflicts (409) by actor"},
+	Cases: func(c *caseEnv) []Case {
+		th := c.P("threshold")
+		l := c.Target("exporter").With("actor", operatorActor, "group", "backup.loopwatch.dev", "resource", "backups")
+		after, fires := c.rateFiring(th/20, th, 5*time.Minute, c.Instance(l))
+		return []Case{
+			{
+				Name:   "fires when an actor's writes keep conflicting",
+				Series: []*Series{Counter("loopwatch_audit_conflicts_total", l, th/20).Rate(incidentAt, after)},
+				Fires:  fires,
+			},
+			{
+				Name:   "stays silent on occasional conflicts",
+				Series: []*Series{Counter("loopwatch_audit_conflicts_total", l, th/2)},
+			},
+		}
+	},
+}
+
+// RelistStorm fires when an actor loads a resource's whole collection at a high rate: informers
+// relisting after 410 Gone, restarts in a loop, or a client listing per reconcile. An initial list
+// is a LIST, or for clients with WatchList on (client-go from 1.35) a WATCH with
+// sendInitialEvents=true: the exporter counts both in loopwatch_audit_initial_lists_total.
+var RelistStorm = &Alert{
+	Key: "relistStorm", Name: "RelistStorm",
+	Severity: SeverityWarning, For: 5 * time.Minute,
+	Params: []Param{
+		{Key: "threshold", Default: 5, Check: positive,
+			Doc: "Initial lists per second (LISTs, and WATCHes with sendInitialEvents=true) of one resource by one actor above which the alert fires."},
+	},
+	Level: levelActor,
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelActor, recAuditInitialLists.Name) + " > " + e.P("threshold")
+	},
+	Summary:     "An actor relists a resource at a high rate.",
+	Description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list and watch at Metadata level.",
+	Panel:       PanelRef{"audit", "Initial lists (relists) by actor"},
+	Cases: func(c *caseEnv) []Case {
+		th := c.P("threshold")
+		l := c.Target("exporter").With("actor", operatorActor, "group", "", "resource", "configmaps")
+		after, fires := c.rateFiring(th/20, th, 5*time.Minute, c.Instance(l))
+		return []Case{
+			{
+				Name:   "fires when an actor keeps listing",
+				Series: []*Series{Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/20).Rate(incidentAt, after)},
+				Fires:  fires,
+			},
+			{
+				Name: "fires when a WatchList client keeps relisting with watches that send the initial state",
+				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/20).Rate(incidentAt, after),
+					Counter("loopwatch_audit_reads_total", l.With("verb", "watch"), th/20).Rate(incidentAt, after),
+				},
+				Fires: fires,
+			},
+			{
+				Name: "fires when an actor's lists and initial-state watches together pass the line",
+				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/40).Rate(incidentAt, after/2),
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/40).Rate(incidentAt, after/2),
+				},
+				Fires: fires,
+			},
+			{
+				Name: "stays silent on occasional lists and many ordinary long-running watches",
+				Series: []*Series{
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "list"), th/2),
+					Counter("loopwatch_audit_initial_lists_total", l.With("verb", "watch"), th/100),
+					Counter("loopwatch_audit_reads_total", l.With("verb", "list"), th/2),
+					Counter("loopwatch_audit_reads_total", l.With("verb", "watch"), th*10),
+				},
+			},
+		}
+	},
+}
+
+// AuditExporterNotReceiving fires when the exporter receives no audit batch, or is down.
+var AuditExporterNotReceiving = &Alert{
+	Key: "exporterNotReceiving", Name: "AuditExporterNotReceiving",
+	Severity: SeverityWarning, For: 10 * time.Minute,
+	Level: levelExporter,
+	Expr: func(e *exprEnv) string {
+		s := e.Selector("exporter")
+		return lines(
+			sumBy(levelExporter, rate(sel("loopwatch_audit_batches_total", s), "10m"))+" == 0",
+			"or",
+			maxBy(levelExporter, sel("up", s))+" == 0")
+	},
+	Summary:     "The audit exporter receives no audit events.",
+	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} received no audit batch for 10 minutes, or is down: fights, hot objects and races go unseen. Check the API server's --audit-webhook-config-file, the webhook's client certificate, and apiserver_audit_error_total.",
+	Panel:       PanelRef{"exporter", "Seconds since the last batch"},
+	Cases: func(c *caseEnv) []Case {
+		l := c.Target("exporter")
+		return []Case{
+			{
+				Name: "fires when no batch arrives for 10 minutes",
+				// The last batch arrives in the minute before incidentAt; the 10m rate reads 0
+				// once every sample of its window is from after it.
+				Series: []*Series{Counter("loopwatch_audit_batches_total", l, 1).Rate(incidentAt, 0), Gauge("up", l, 1)},
+				Fires:  &Firing{At: incidentAt + 9*sampleInterval, Labels: c.Instance(l), Value: Constant(0)},
+			},
+			{
+				Name:   "fires when the exporter is down",
+				Series: []*Series{Counter("loopwatch_audit_batches_total", l, 1).Until(incidentAt), Gauge("up", l, 1).Set(incidentAt, 0)},
+				Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(0)},
+			},
+			{
+				Name:   "stays silent while batches arrive",
+				Series: []*Series{Counter("loopwatch_audit_batches_total", l, 1), Gauge("up", l, 1)},
+			},
+		}
+	},
+}
+
+// sourceRecordsLost are the reasons of loopwatch_audit_source_records_total that lose audit events
+// (not_audit and control_message records are other logs' and health checks).
+const sourceRecordsLost = "unmappable|truncated|malformed|too_large"
+
+// AuditExporterDropping fires when the exporter rejects webhook requests or managed-cluster
+// deliveries, or drops events.
+var AuditExporterDropping = &Alert{
+	Key: "exporterDropping", Name: "AuditExporterDropping",
+	Severity: SeverityWarning, For: 10 * time.Minute,
+	Params: []Param{
+		{Key: "threshold", Default: 0, Check: nonNegative,
+			Doc: "Rejected requests or dropped events per second above which the alert fires."},
+	},
+	Level: levelExporter,
+	Expr: func(e *exprEnv) string {
+		s, threshold := e.Selector("exporter"), e.P("threshold")
+		return lines(
+			sumBy(levelExporter, rate(sel("loopwatch_audit_requests_total", s, `outcome="rejected"`), "5m"))+" > "+threshold,
+			"or",
+			sumBy(levelExporter, rate(sel("loopwatch_audit_dropped_events_total", s), "5m"))+" > "+threshold,
+			"or",
+			sumBy(levelExporter, rate(sel("loopwatch_audit_source_deliveries_total", s, `outcome="rejected"`), "5m"))+" > "+threshold,
+			"or",
+			sumBy(levelExporter, rate(sel("loopwatch_audit_source_records_total", s, `reason=~"`+sourceRecordsLost+`"`), "5m"))+" > "+threshold)
+	},
+	Summary:     "The audit exporter rejects or drops audit data.",
+	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
+	Panel:       PanelRef{"exporter", "Webhook requests by outcome and reason"},
+	Cases: func(c *caseEnv) []Case {
+		th := c.P("threshold")
+		l := c.Target("exporter")
+		accepted := Counter("loopwatch_audit_requests_total", l.With("outcome", "accepted", "reason", "ok"), 10)
+		after, fires := c.rateFiring(0, th, 5*time.Minute, c.Instance(l))
+		return []Case{
+			{
+				Name: "fires when the exporter rejects requests",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_requests_total", l.With("outcome", "rejected", "reason", "too_large"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name: "fires when a managed-cluster source's deliveries are rejected",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_deliveries_total", l.With("source", "eks_firehose", "outcome", "rejected", "reason", "forbidden"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name: "fires when a managed-cluster source's records cannot be read",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_records_total", l.With("source", "gke_pubsub", "reason", "unmappable"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name: "stays silent while a source's other-log records and control messages are skipped",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_source_records_total", l.With("source", "eks_firehose", "reason", "not_audit"), 0).Rate(incidentAt, after),
+					Counter("loopwatch_audit_source_records_total", l.With("source", "eks_firehose", "reason", "control_message"), 0).Rate(incidentAt, after)},
+			},
+			{
+				Name: "fires when the exporter cuts off senders that send too slowly",
+				Series: []*Series{accepted,
+					Counter("loopwatch_audit_requests_total", l.With("outcome", "rejected", "reason", "slow_body"), 0).Rate(incidentAt, after)},
+				Fires: fires,
+			},
+			{
+				Name:   "stays silent while every request is accepted",
+				Series: []*Series{accepted, Counter("loopwatch_audit_requests_total", l.With("outcome", "rejected", "reason", "too_large"), 0)},
+			},
+		}
+	},
+}
+
+// AuditWebhookErrors fires when the API server fails to deliver audit events to the webhook, or
+// its buffer overflows.
+var AuditWebhookErrors = &Alert{
+	Key: "auditWebhookErrors", Name: "AuditWebhookErrors",
+	Severity: SeverityCritical, For: 5 * time.Minute,
+	Params: []Param{
+		{Key: "threshold", Default: 0, Check: nonNegative,
+			Doc: "Audit events per second the API server fails to deliver above which the alert fires."},
+	},
+	Level: levelAPIServer,
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelAPIServer, rate(sel("apiserver_audit_error_total", e.Selector("apiserver"), `plugin=~"webhook|buffered"`), "5m")) + " > " + e.P("threshold")
+	},
+	Summary:     "The API server fails to deliver audit events.",
+	Description: "kube-apiserver {{ $labels.instance }} drops {{ $value | printf \"%.2f\" }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps.",
+	Panel:       PanelRef{"exporter", "API server audit errors"},
+	Cases: func(c *caseEnv) []Case {
+		th := c.P("threshold")
+		l := c.Target("apiserver")
+		after, fires := c.rateFiring(0, th, 5*time.Minute, c.Instance(l))
+		return []Case{
+			{
+				Name:   "fires when webhook deliveries fail",
+				Series: []*Series{Counter("apiserver_audit_error_total", l.With("plugin", "webhook"), 0).Rate(incidentAt, after)},
+				Fires:  fires,
+			},
+			{
+				Name:   "stays silent on errors of the log backend",
+				Series: []*Series{Counter("apiserver_audit_error_total", l.With("plugin", "log"), 10*th+1), Counter("apiserver_audit_error_total", l.With("plugin", "webhook"), 0)},
+			},
+		}
+	},
+}

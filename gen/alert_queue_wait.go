@@ -1,0 +1,55 @@
+package gen
+
+import "time"
+
+// QueueWaitHigh fires when a share of the items waited longer than a bucket bound in the queue
+// while normal-priority items are queued. With the priority queue, items from the initial list
+// and resyncs have priority -100 (handler.LowPriority); the alert is about edge-triggered work
+// stuck behind them in startup and periodic storms. The queue-wait histogram has no priority
+// label, so the depth of the other priorities gates it.
+var QueueWaitHigh = &Alert{
+	Key: "queueWait", Name: "QueueWaitHigh",
+	Severity: SeverityWarning, For: 10 * time.Minute,
+	Params: []Param{
+		{Key: "bucket", Default: 10, Check: bucketOf("workqueue_queue_duration_seconds", workqueueBuckets),
+			Doc: "Queue wait in seconds: a bucket bound of the histogram, so the share above it is a count, not an interpolation."},
+		{Key: "share", Default: 0.1, Check: ratio,
+			Doc: "Share of the items that waited longer than the bucket above which the alert fires."},
+	},
+	Level: levelController,
+	Expr: func(e *exprEnv) string {
+		s := e.Selector("controller")
+		return lines(
+			paren(shareAbove(levelController, "workqueue_queue_duration_seconds", s+", "+hasController, e.P("bucket"), "5m"))+" > "+e.P("share"),
+			"and on ("+levelController.by()+")",
+			sumBy(levelController, sel("workqueue_depth", s, hasController, `priority!="-100"`))+" > 0")
+	},
+	Summary:     "Items wait too long in a controller's work queue.",
+	Description: "{{ $value | humanizePercentage }} of the items of " + whereController + " waited more than ⟦@bucket:g⟧s in the queue while normal-priority items are queued. Look for a resync or startup storm, or too few workers.",
+	Panel:       PanelRef{"controller", "Queue wait"},
+	Cases: func(c *caseEnv) []Case {
+		share := c.P("share")
+		l := c.Controller()
+		before, after, fires := c.shareFiring(share, c.Instance(l))
+		queue := func(share, shareAfter, normal, low float64) []*Series {
+			return append(histogram("workqueue_queue_duration_seconds", l, workqueueBuckets, 20, share, shareAfter, incidentAt),
+				Gauge("workqueue_depth", l.With("priority", "0"), normal),
+				Gauge("workqueue_depth", l.With("priority", "-100"), low))
+		}
+		return []Case{
+			{
+				Name:   "fires when items wait longer than the bucket while normal-priority items are queued",
+				Series: queue(before, after, 5, 800),
+				Fires:  fires,
+			},
+			{
+				Name:   "stays silent when only low-priority items (initial list, resync) are queued",
+				Series: queue(before, after, 0, 800),
+			},
+			{
+				Name:   "stays silent when fewer items than the share wait longer",
+				Series: queue(before, share/2, 5, 0),
+			},
+		}
+	},
+}

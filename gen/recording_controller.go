@@ -1,0 +1,262 @@
+package gen
+
+import "time"
+
+// The controller group's recording rules: per-controller (and, for client-go's metrics, per-pod)
+// rates and levels that the controller alerts and dashboards share.
+
+var recQueueDepth = &Recording{
+	Name: levelController.record("workqueue_depth", "sum"),
+	// workqueue_depth carries a `priority` label whose values churn with the priority queue:
+	// summing by the controller level drops it.
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelController, sel("workqueue_depth", e.Selector("controller"), hasController))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller()
+		return []ExprCase{{
+			Name: "sums the priorities of a controller's queue and ignores queues of other components",
+			At:   5 * time.Minute,
+			Series: []*Series{
+				Gauge("workqueue_depth", l.With("priority", "0"), 3),
+				Gauge("workqueue_depth", l.With("priority", "-100"), 50),
+				Gauge("workqueue_depth", l.With("controller", "", "name", "kube-controller-manager-queue"), 1000),
+			},
+			Want: []Sample{{c.AtLevel(levelController, l), 53}},
+		}}
+	},
+}
+
+var recQueueAdds = &Recording{
+	Name: levelController.record("workqueue_adds_total", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelController, rate(sel("workqueue_adds_total", e.Selector("controller"), hasController), "5m"))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		return counterRateCase(c, "workqueue_adds_total", c.Controller(), levelController)
+	},
+}
+
+// recQueueCompletions: a completed item observes workqueue_work_duration_seconds once, so its
+// count is the completion rate.
+var recQueueCompletions = &Recording{
+	Name: levelController.record("workqueue_work_duration_seconds_count", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelController, rate(sel("workqueue_work_duration_seconds_count", e.Selector("controller"), hasController), "5m"))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		return counterRateCase(c, "workqueue_work_duration_seconds_count", c.Controller(), levelController)
+	},
+}
+
+var recReconcileByResult = &Recording{
+	Name: levelController.with("result").record("controller_runtime_reconcile_total", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelController.with("result"), rate(sel("controller_runtime_reconcile_total", e.Selector("controller")), "5m"))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller()
+		return []ExprCase{{
+			Name: "records the reconcile rate of each result, summed over replicas",
+			At:   10 * time.Minute,
+			Series: []*Series{
+				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 4),
+				Counter("controller_runtime_reconcile_total", l.With("result", "success", "pod", l["pod"]+"-b", "instance", "10.244.1.18:8443"), 2),
+				Counter("controller_runtime_reconcile_total", l.With("result", "requeue_after"), 0.5),
+			},
+			Want: []Sample{
+				{c.AtLevel(levelController, l).With("result", "success"), 6},
+				{c.AtLevel(levelController, l).With("result", "requeue_after"), 0.5},
+			},
+		}}
+	},
+}
+
+// recReconcileMean is recorded only while the controller reconciles: an idle controller would
+// record NaN (0/0), and one NaN in a day would poison any average over time of it.
+var recReconcileMean = &Recording{
+	Name: levelController.record("controller_runtime_reconcile_time_seconds", "mean5m"),
+	Expr: func(e *exprEnv) string {
+		s := e.Selector("controller")
+		return lines(
+			sumBy(levelController, rate(sel("controller_runtime_reconcile_time_seconds_sum", s), "5m")),
+			"/",
+			paren(sumBy(levelController, rate(sel("controller_runtime_reconcile_time_seconds_count", s), "5m"))+" > 0"))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller()
+		idle := l.With("controller", "idle", "name", "idle")
+		return []ExprCase{{
+			Name: "records the mean reconcile time and nothing for an idle controller",
+			At:   10 * time.Minute,
+			Series: []*Series{
+				Counter("controller_runtime_reconcile_time_seconds_sum", l, 0.5),
+				Counter("controller_runtime_reconcile_time_seconds_count", l, 4),
+				Counter("controller_runtime_reconcile_time_seconds_sum", idle, 0),
+				Counter("controller_runtime_reconcile_time_seconds_count", idle, 0),
+			},
+			Want: []Sample{{c.AtLevel(levelController, l), 0.125}},
+		}}
+	},
+}
+
+// recErrorRatio5m is the share of reconciles that returned an error over 5 minutes.
+var recErrorRatio5m = &Recording{
+	Name:  recErrorRatioName("5m"),
+	Expr:  func(e *exprEnv) string { return errorRatio(e.Selector("controller"), "5m") },
+	Cases: func(c *caseEnv) []ExprCase { return errorRatioCase(c, 10*time.Minute) },
+}
+
+var recClientRequests = &Recording{
+	Name: levelTarget.with("method").record("rest_client_requests_total", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelTarget.with("method"), rate(sel("rest_client_requests_total", e.Selector("controller")), "5m"))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Target("controller").With("host", "10.96.0.1:443")
+		return []ExprCase{{
+			Name: "records each pod's client-go request rate by method, over response codes",
+			At:   10 * time.Minute,
+			Series: []*Series{
+				Counter("rest_client_requests_total", l.With("method", "PATCH", "code", "200"), 3),
+				Counter("rest_client_requests_total", l.With("method", "PATCH", "code", "409"), 1),
+				Counter("rest_client_requests_total", l.With("method", "GET", "code", "200"), 0.5),
+			},
+			Want: []Sample{
+				{c.AtLevel(levelTarget, l).With("method", "PATCH"), 4},
+				{c.AtLevel(levelTarget, l).With("method", "GET"), 0.5},
+			},
+		}}
+	},
+}
+
+var recAPIRequests = &Recording{
+	Name: levelController.with("access").record("loopwatch_controller_api_requests_total", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelController.with("access"), rate(sel("loopwatch_controller_api_requests_total", e.Selector("controller")), "5m"))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller().With("name", "")
+		return []ExprCase{{
+			Name: "records an instrumented controller's API calls by access, over verbs",
+			At:   10 * time.Minute,
+			Series: []*Series{
+				Counter("loopwatch_controller_api_requests_total", l.With("verb", "get", "access", "read"), 2),
+				Counter("loopwatch_controller_api_requests_total", l.With("verb", "list", "access", "read"), 1),
+				Counter("loopwatch_controller_api_requests_total", l.With("verb", "patch", "access", "write"), 0.25),
+			},
+			Want: []Sample{
+				{c.AtLevel(levelController, l).With("access", "read"), 3},
+				{c.AtLevel(levelController, l).With("access", "write"), 0.25},
+			},
+		}}
+	},
+}
+
+// recControllerWrites is each controller's write rate: its own writes where it is instrumented
+// with loopwatch's instrument package; otherwise its process's POST, PUT, PATCH and DELETE,
+// shared among the process's controllers in proportion to their reconciles (client-go's request
+// metric has no controller label, and a controller's writes happen in its reconciles).
+var recControllerWrites = &Recording{
+	Name: levelController.record("controller_writes", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		reconciles := sumBy(levelController, recReconcileByResult.Name)
+		return lines(
+			sumBy(levelController, recAPIRequests.Name+`{access="write"}`),
+			"or",
+			"(",
+			"  "+reconciles,
+			"  / on ("+levelJob.by()+") group_left ()",
+			"  "+sumBy(levelJob, recReconcileByResult.Name),
+			"  * on ("+levelJob.by()+") group_left ()",
+			"  "+sumBy(levelJob, recClientRequests.Name+`{method=~"POST|PUT|PATCH|DELETE"}`),
+			"  unless on ("+levelJob.by()+")",
+			"  "+recAPIRequests.Name,
+			")")
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller().With("name", "")
+		other := l.With("controller", "snapshot")
+		pod := c.Target("controller").With("host", "10.96.0.1:443")
+		return []ExprCase{
+			{
+				Name: "shares an uninstrumented process's writes among its controllers by reconciles",
+				At:   10 * time.Minute,
+				Series: []*Series{
+					Counter("controller_runtime_reconcile_total", l.With("result", "success"), 3),
+					Counter("controller_runtime_reconcile_total", other.With("result", "requeue_after"), 1),
+					Counter("rest_client_requests_total", pod.With("method", "PUT", "code", "200"), 6),
+					Counter("rest_client_requests_total", pod.With("method", "PATCH", "code", "409"), 2),
+					Counter("rest_client_requests_total", pod.With("method", "GET", "code", "200"), 50),
+				},
+				Want: []Sample{
+					{c.AtLevel(levelController, l), 6},
+					{c.AtLevel(levelController, other), 2},
+				},
+			},
+			{
+				Name: "records an instrumented controller's own writes",
+				At:   10 * time.Minute,
+				Series: []*Series{
+					Counter("controller_runtime_reconcile_total", l.With("result", "success"), 2),
+					Counter("controller_runtime_reconcile_total", other.With("result", "success"), 2),
+					Counter("rest_client_requests_total", pod.With("method", "PUT", "code", "200"), 6),
+					Counter("loopwatch_controller_api_requests_total", l.With("verb", "status_update", "access", "write"), 0.5),
+					Counter("loopwatch_controller_api_requests_total", l.With("verb", "get", "access", "read"), 4),
+					Counter("loopwatch_controller_api_requests_total", other.With("verb", "patch", "access", "write"), 0),
+				},
+				Want: []Sample{
+					{c.AtLevel(levelController, l), 0.5},
+					{c.AtLevel(levelController, other), 0},
+				},
+			},
+		}
+	},
+}
+
+// errorRatio is the result="error" share of reconciles per controller over window. requeue and
+// requeue_after are healthy results: a controller that schedules itself with RequeueAfter has
+// a ratio of 0.
+func errorRatio(selector, window string) string {
+	return lines(
+		sumBy(levelController, rate(sel("controller_runtime_reconcile_total", selector, `result="error"`), window)),
+		"/",
+		sumBy(levelController, rate(sel("controller_runtime_reconcile_total", selector), window)))
+}
+
+// recErrorRatioName is the name of the error ratio recorded over window.
+func recErrorRatioName(window string) string {
+	return levelController.record("controller_runtime_reconcile_error", "ratio_rate"+window)
+}
+
+// counterRateCase checks a rule that records one counter's rate per level: two replicas' rates
+// add up.
+func counterRateCase(c *caseEnv, metric string, l Labels, lv level) []ExprCase {
+	other := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+	return []ExprCase{{
+		Name: "records the rate summed over the replicas",
+		At:   10 * time.Minute,
+		Series: []*Series{
+			Counter(metric, l, 30),
+			Counter(metric, other, 12.5),
+		},
+		Want: []Sample{{c.AtLevel(lv, l), 42.5}},
+	}}
+}
+
+// errorRatioCase checks an error-ratio rule over a window that the input fills: one error in
+// every four reconciles, requeue_after results counting as healthy reconciles.
+func errorRatioCase(c *caseEnv, at time.Duration) []ExprCase {
+	l := c.Controller().With("name", "")
+	return []ExprCase{{
+		Name: "records the share of reconciles that returned an error",
+		At:   at,
+		Series: []*Series{
+			Counter("controller_runtime_reconcile_total", l.With("result", "error"), 1),
+			Counter("controller_runtime_reconcile_total", l.With("result", "success"), 2),
+			Counter("controller_runtime_reconcile_total", l.With("result", "requeue_after"), 1),
+			Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
+		},
+		Want: []Sample{{c.AtLevel(levelController, l), 0.25}},
+	}}
+}

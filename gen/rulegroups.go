@@ -1,0 +1,96 @@
+package gen
+
+import "slices"
+
+// Recording declares one recording rule with its promtool cases.
+type Recording struct {
+	// Name is the recorded series' name, level:metric:operations (see level.record).
+	Name string
+	// Expr returns the rule's expression (see exprEnv).
+	Expr func(e *exprEnv) string
+	// Cases check the recorded series on known input.
+	Cases func(c *caseEnv) []ExprCase
+}
+
+// ruleGroup is one rule group of the output, switched on by a config group.
+type ruleGroup struct {
+	Name string
+	// On reports whether the config's groups switch this group on.
+	On         func(Groups) bool
+	Recordings []*Recording
+	Alerts     []*Alert
+}
+
+// ruleGroups lists every rule group in output order: recording groups before the alert groups
+// that read them. It is the one list of loopwatch's rules.
+func ruleGroups() []ruleGroup {
+	controller := func(g Groups) bool { return g.Controller }
+	slo := func(g Groups) bool { return g.SLO }
+	audit := func(g Groups) bool { return g.Audit }
+	apf := func(g Groups) bool { return g.APF }
+	return []ruleGroup{
+		{Name: groupControllerRules, On: controller, Recordings: []*Recording{
+			recQueueDepth, recQueueAdds, recQueueCompletions, recReconcileByResult, recReconcileMean,
+			recErrorRatio5m, recClientRequests, recAPIRequests, recControllerWrites,
+		}},
+		{Name: groupSLORules, On: slo, Recordings: sloRecordings},
+		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads, recAuditInitialLists}},
+		{Name: groupAPFRules, On: apf, Recordings: []*Recording{recAPFDispatched, recAPFRejected, recAPFWaitBuckets}},
+		{Name: groupControllerAlerts, On: controller, Alerts: []*Alert{
+			QueueBacklog, QueueWaitHigh, ReconcileSlow, ProcessorStuck, ReconcileErrors, ReconcilePanics, PatchRateHigh, HotLoop,
+			APICallsPerReconcileHigh, FinalizerStuck, WorkqueueMetricsMissing, ControllerMetricsMissing,
+		}},
+		{Name: groupLeaderAlerts, On: func(g Groups) bool { return g.LeaderElection }, Alerts: []*Alert{
+			LeaderMissing, LeaderMultiple, LeaderFlapping,
+		}},
+		{Name: groupSLOAlerts, On: slo, Alerts: []*Alert{ErrorBudgetBurnFast, ErrorBudgetBurnSlow}},
+		{Name: groupAuditAlerts, On: audit, Alerts: []*Alert{
+			WriteFight, HotObject, ReplicaRace, ConflictStorm, RelistStorm,
+			AuditExporterNotReceiving, AuditExporterDropping, AuditWebhookErrors,
+		}},
+		{Name: groupAPFAlerts, On: apf, Alerts: []*Alert{APFRequestsRejected, APFQueueWaitHigh, APFRequestRateHigh}},
+	}
+}
+
+// Alerts returns every declared alert, in output order.
+func Alerts() []*Alert {
+	var out []*Alert
+	for _, g := range ruleGroups() {
+		out = append(out, g.Alerts...)
+	}
+	return out
+}
+
+func alertByKey(key string) (*Alert, bool) {
+	i := slices.IndexFunc(Alerts(), func(a *Alert) bool { return a.Key == key })
+	if i < 0 {
+		return nil, false
+	}
+	return Alerts()[i], true
+}
+
+func alertKeys() []string {
+	var keys []string
+	for _, a := range Alerts() {
+		keys = append(keys, a.Key)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// enabledAlerts returns the alerts the config generates: their group is on and they are not
+// disabled.
+func (b *builder) enabledAlerts() []*Alert {
+	var out []*Alert
+	for _, g := range ruleGroups() {
+		if !g.On(b.cfg.Groups) {
+			continue
+		}
+		for _, a := range g.Alerts {
+			if !b.cfg.Alerts[a.Key].Disabled {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}
