@@ -111,8 +111,8 @@ func exporterTarget(cfg FleetConfig, index int) *Target {
 		sub := []string{"", "status"}[i%2]
 		ns, name := fmt.Sprintf("team-%02d", i%17), fmt.Sprintf("object-%03d", i)
 		a, bb := actors[i%exporterTopK], actors[(i+1)%exporterTopK]
-		b.add("loopwatch_audit_fight_handoffs", value{c: gaugeCurve(4, 26, 60, next()), scale: 1, floor: true}, gr.group, gr.resource, sub, ns, name, a, bb)
-		b.add("loopwatch_audit_hot_object_writes_per_second", value{c: gaugeCurve(0.3, 2.7, 60, next()), scale: 1}, gr.group, gr.resource, sub, ns, "hot-"+name, a)
+		b.add("loopwatch_audit_fight_handoffs", value{c: gaugeCurve(4, 26, 60, next()), scale: 1, floor: true}, gr.group, gr.resource, sub, ns, name, a, bb, "manager-a", "manager-b", "")
+		b.add("loopwatch_audit_hot_object_writes_per_second", value{c: gaugeCurve(0.3, 2.7, 60, next()), scale: 1}, gr.group, gr.resource, sub, ns, "hot-"+name, a, "manager-a", "")
 		b.add("loopwatch_audit_replica_race_pods", value{c: gaugeCurve(2, 1.99, 60, next()), scale: 1, floor: true}, gr.group, gr.resource, sub, ns, "raced-"+name, a)
 	}
 
