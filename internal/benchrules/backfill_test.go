@@ -180,18 +180,27 @@ func TestBackfillWritesTheFleetsHistory(t *testing.T) {
 	if checked != f.ExposedSeries() {
 		t.Errorf("checked %d series, the fleet exposes %d", checked, f.ExposedSeries())
 	}
-	const recorded = "cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m"
-	n := 0
-	for key, s := range series {
-		if strings.Contains(key, recorded) {
-			n++
-			if len(s) < 4*60 {
-				t.Errorf("%s has %d samples, want one a minute for 5h", key, len(s))
+	// The SLO ratios read these recorded series over up to 2h and 3d: their history is written
+	// at their groups' intervals, one series per controller.
+	for _, rec := range []struct {
+		name     string
+		min, max int
+	}{
+		{"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m", 4 * 60, 5*60 + 1},
+		{"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m", 9, 11},
+	} {
+		n := 0
+		for key, s := range series {
+			if strings.Contains(key, `"`+rec.name+`"`) {
+				n++
+				if len(s) < rec.min || len(s) > rec.max {
+					t.Errorf("%s has %d samples over 5h, want %d to %d", key, len(s), rec.min, rec.max)
+				}
 			}
 		}
-	}
-	if n != 2 {
-		t.Errorf("%d recorded %s series, want one per controller (2)", n, recorded)
+		if n != 2 {
+			t.Errorf("%d recorded %s series, want one per controller (2)", n, rec.name)
+		}
 	}
 }
 
@@ -201,8 +210,21 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rules) != 1 || rules[0].record != "cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m" {
-		t.Errorf("recordings read over a range: %+v, want only the mean reconcile time (LoopwatchHotLoop's 1d baseline)", rules)
+	// The SLO ratios read the 5m rates (and those the by-result rates) over up to 2h, and the
+	// coarse 30m averages over up to 3d: all of them need history, inputs first.
+	var got []string
+	for _, r := range rules {
+		got = append(got, r.record+"@"+r.interval.String())
+	}
+	want := []string{
+		"cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m@30m0s",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("recordings read over a range, in backfill order:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 
 	path := writeChainRules(t)
