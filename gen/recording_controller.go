@@ -49,10 +49,39 @@ var recQueueCompletions = &Recording{
 	},
 }
 
+// recPodReconciles is each pod's reconcile rate per controller and result: the one rule that
+// reads controller_runtime_reconcile_total over a range. The per-controller rates sum it, and
+// the per-pod reconcile rate of LoopwatchAPICallsPerReconcileHigh too, instead of reading the
+// raw counters again.
+var recPodReconciles = &Recording{
+	Name: levelTarget.with("controller", "result").record("controller_runtime_reconcile_total", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelTarget.with("controller", "result"), rate(sel("controller_runtime_reconcile_total", e.Selector("controller")), "5m"))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Target("controller").With("controller", "backup")
+		b := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+		return []ExprCase{{
+			Name: "records each pod's reconcile rate by controller and result",
+			At:   10 * time.Minute,
+			Series: []*Series{
+				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 4),
+				Counter("controller_runtime_reconcile_total", b.With("result", "success"), 0),
+				Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0.5),
+			},
+			Want: []Sample{
+				{c.AtLevel(levelTarget.with("controller", "result"), l).With("result", "success"), 4},
+				{c.AtLevel(levelTarget.with("controller", "result"), b).With("result", "success"), 0},
+				{c.AtLevel(levelTarget.with("controller", "result"), l).With("result", "error"), 0.5},
+			},
+		}}
+	},
+}
+
 var recReconcileByResult = &Recording{
 	Name: levelController.with("result").record("controller_runtime_reconcile_total", "rate5m"),
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelController.with("result"), rate(sel("controller_runtime_reconcile_total", e.Selector("controller")), "5m"))
+		return sumBy(levelController.with("result"), recPodReconciles.Name)
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Controller()

@@ -35,7 +35,7 @@ func ruleGroups() []ruleGroup {
 	apf := func(g Groups) bool { return g.APF }
 	return []ruleGroup{
 		{Name: groupControllerRules, On: controller, Recordings: []*Recording{
-			recQueueDepth, recQueueAdds, recQueueCompletions, recReconcileByResult, recReconciles, recReconcileErrors,
+			recQueueDepth, recQueueAdds, recQueueCompletions, recPodReconciles, recReconcileByResult, recReconciles, recReconcileErrors,
 			recReconcileMean, recErrorRatio5m, recClientRequests, recAPIRequests, recControllerWrites,
 		}},
 		{Name: groupSLOCoarseRules, Interval: sloCoarseInterval, On: slo, Recordings: sloCoarseRecordings},

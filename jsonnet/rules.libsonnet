@@ -19,8 +19,12 @@
             expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_work_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))" % $._config,
           },
           {
+            record: "cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job, pod, controller, result) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m]))" % $._config,
+          },
+          {
             record: "cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller, result) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m]))" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller, result) (cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m)" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate5m",

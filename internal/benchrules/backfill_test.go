@@ -210,13 +210,14 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The SLO ratios read the 5m rates (and those the by-result rates) over up to 2h, and the
+	// The SLO ratios read the 5m rates (computed from the per-pod ones) over up to 2h, and the
 	// coarse 30m averages over up to 3d: all of them need history, inputs first.
 	var got []string
 	for _, r := range rules {
 		got = append(got, r.record+"@"+r.interval.String())
 	}
 	want := []string{
+		"cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
