@@ -2,6 +2,7 @@ package benchrules
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"math"
@@ -276,5 +277,21 @@ func TestCountFormatsThousands(t *testing.T) {
 	}
 	if got := ms(0.0019); got != "1.9" {
 		t.Errorf("ms(0.0019) = %q", got)
+	}
+}
+
+// TestQuantilesOfNoEvaluationsEncode: a slow group that did not run in a phase has no
+// quantiles, and the JSON report still encodes.
+func TestQuantilesOfNoEvaluationsEncode(t *testing.T) {
+	raw, err := json.Marshal(quantiles(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != `{"p50":null,"p90":null,"max":null}` {
+		t.Errorf("got %s", raw)
+	}
+	raw, err = json.Marshal(quantiles([]float64{0.002, 0.001}))
+	if err != nil || string(raw) != `{"p50":0.001,"p90":0.002,"max":0.002}` {
+		t.Errorf("got %s, %v", raw, err)
 	}
 }

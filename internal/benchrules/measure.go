@@ -2,6 +2,7 @@ package benchrules
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -205,6 +206,22 @@ type Quantiles struct {
 	P50 float64 `json:"p50"`
 	P90 float64 `json:"p90"`
 	Max float64 `json:"max"`
+}
+
+// MarshalJSON writes the quantiles of no evaluations (a slow group that did not run during a
+// phase) as null: JSON has no NaN.
+func (q Quantiles) MarshalJSON() ([]byte, error) {
+	orNull := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		P50 *float64 `json:"p50"`
+		P90 *float64 `json:"p90"`
+		Max *float64 `json:"max"`
+	}{orNull(q.P50), orNull(q.P90), orNull(q.Max)})
 }
 
 // quantiles uses the nearest-rank definition: p90 of 10 values is the 9th smallest.
