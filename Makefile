@@ -91,6 +91,23 @@ soak: ## 30 minutes of a healthy operator under the production rules: nothing ma
 	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
 	LOOPWATCH_SOAK=1 LOOPWATCH_SOAK_TABLE=$(BIN)/soak.md $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 120m ./e2e/
 
+# bench-rules knobs: the rule file, the fleet sizes (controllers × 3 replicas), the intervals
+# ("default" = the file's own; a duration replaces its shortest group interval) and the
+# evaluations measured per group and interval. BENCH_ARGS passes any other flag
+# (go run ./cmd/loopwatch-bench-rules -h lists them), e.g. BENCH_ARGS='-keep -data-dir /srv/bench'.
+BENCH_RULES ?= rules/loopwatch.rules.yaml
+BENCH_CONTROLLERS ?= 50,500
+BENCH_INTERVALS ?= 15s,default
+BENCH_EVALS ?= 10
+BENCH_ARGS ?=
+
+.PHONY: bench-rules
+bench-rules: tools ## Rule evaluation cost on a real Prometheus for 50 and 500 synthetic controllers × 3 replicas with 72h of history (~30 min; not part of test). Report in tmp/bench-rules.{md,json}.
+	$(GO) build -o $(BIN)/loopwatch-bench-rules ./cmd/loopwatch-bench-rules
+	@mkdir -p tmp
+	$(BIN)/loopwatch-bench-rules -rules $(BENCH_RULES) -controllers $(BENCH_CONTROLLERS) -intervals $(BENCH_INTERVALS) \
+		-evals $(BENCH_EVALS) -out tmp/bench-rules.md -json tmp/bench-rules.json $(BENCH_ARGS)
+
 .PHONY: binaries
 binaries: ## Build loopwatch, backup-operator and example-controller into bin/ (the demo and the detection tests run them as processes).
 	$(GO) build -o $(BIN)/loopwatch ./cmd/loopwatch

@@ -1,6 +1,8 @@
 package gen
 
 import (
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -71,18 +73,6 @@ var ErrorBudgetBurnSlow = &Alert{
 // history is how long the SLO cases run healthy before their incident: the 6h windows are full.
 const history = 6 * time.Hour
 
-// errorShare is the error ratio over window at time t when a controller's reconciles, sampled
-// from time 0, fail at share `before` until step and at `after` from then on. A window longer
-// than the history holds all of it.
-func errorShare(before, after float64, step, t, window time.Duration) float64 {
-	intervals := min(int(window/sampleInterval)-1, int(t/sampleInterval))
-	if intervals <= 0 {
-		return 0
-	}
-	k := min(max(int((t-step)/sampleInterval), 0), intervals)
-	return (before*float64(intervals-k) + after*float64(k)) / float64(intervals)
-}
-
 func parseWindow(w string) time.Duration {
 	d, err := model.ParseDuration(w)
 	if err != nil {
@@ -91,38 +81,47 @@ func parseWindow(w string) time.Duration {
 	return time.Duration(d)
 }
 
+// burnState is what a burn-rate alert's expression gives at one evaluation of a case, computed
+// through the recording chain (sloTrace).
+type burnState struct {
+	holds bool
+	// value is the alert's value: the short ratio of the first condition that holds.
+	value float64
+	// tooClose names a ratio within the float margin of its threshold while the other ratio of
+	// its condition is above: the evaluation at which the condition starts is not pinned.
+	tooClose string
+}
+
+func burnAt(tr *sloTrace, conds []burnCondition, budget float64, t time.Duration) burnState {
+	var st burnState
+	for _, cond := range conds {
+		th := cond.rate * budget
+		eps := margin * th
+		s, l := tr.ratio(cond.short, t), tr.ratio(cond.long, t)
+		switch {
+		case math.Abs(s-th) < eps && l > th:
+			st.tooClose = cond.short
+		case math.Abs(l-th) < eps && s > th:
+			st.tooClose = cond.long
+		}
+		if s > th && l > th && !st.holds {
+			st.holds, st.value = true, s
+		}
+	}
+	return st
+}
+
 // burnCases are the cases of a burn-rate alert with conditions conds.
 func burnCases(c *caseEnv, conds []burnCondition) []Case {
 	budget := 1 - c.Objective()
+	eval := c.Interval()
 	l := c.Controller().With("name", "")
 	// 10 reconciles a second throughout; from `history` on, a share `failing` of them fail.
 	failing := conds[0].rate * budget * above
 	if failing >= 1 {
 		failing = conds[0].rate*budget + (1-conds[0].rate*budget)/2
 	}
-	share := func(w string) func(time.Duration) float64 {
-		return func(t time.Duration) float64 { return errorShare(0, failing, history, t, parseWindow(w)) }
-	}
-	limit := history + 3*24*time.Hour
-	holds := limit
-	var first burnCondition
-	for _, cond := range conds {
-		th := cond.rate * budget
-		at := max(c.crossing(history, limit, th, share(cond.short)), c.crossing(history, limit, th, share(cond.long)))
-		if at < holds {
-			holds, first = at, cond
-		}
-	}
-	value := func(t time.Duration) float64 {
-		for _, cond := range conds {
-			th := cond.rate * budget
-			if share(cond.short)(t) > th && share(cond.long)(t) > th {
-				return share(cond.short)(t)
-			}
-		}
-		return share(first.short)(t)
-	}
-	// The total stays at 10 reconciles a second, as errorShare assumes: errors replace successes.
+	// The total stays at 10 reconciles a second: errors replace successes.
 	steady := func(share float64) []*Series {
 		e := Counter("controller_runtime_reconcile_total", l.With("result", "error"), 10*share)
 		s := Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10*(1-share))
@@ -133,11 +132,30 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 		Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10).Rate(history, 10*(1-failing)),
 		Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
 	}
+	limit := history + 3*24*time.Hour
+	tr := newSLOTrace(incident, eval, limit)
+	holds := time.Duration(-1)
+	for t := ceilTo(history, eval); t <= limit; t += eval {
+		st := burnAt(tr, conds, budget, t)
+		if st.tooClose != "" {
+			c.errs = append(c.errs, fmt.Errorf("alert %s: the %s error ratio at %s is too close to its threshold to pin the boundary", c.a.Key, st.tooClose, fmtDuration(t)))
+			break
+		}
+		if st.holds {
+			holds = t
+			break
+		}
+	}
+	if holds < 0 {
+		c.errs = append(c.errs, fmt.Errorf("alert %s: the incident never burns the budget before %s", c.a.Key, fmtDuration(limit)))
+		holds = history
+	}
+	// The ratios only grow while the incident lasts: the condition holds from then on.
 	cases := []Case{
 		{
 			Name:   "fires when the error ratio burns the budget over both windows of a condition",
 			Series: incident,
-			Fires:  &Firing{At: holds, Labels: c.Instance(l), Value: value},
+			Fires:  &Firing{At: holds, Labels: c.Instance(l), Value: func(t time.Duration) float64 { return burnAt(tr, conds, budget, t).value }},
 		},
 		{
 			Name:   "stays silent on an error rate within the budget",
@@ -153,30 +171,40 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 			},
 		},
 	}
-	// An outage (every reconcile failing) too short for any condition: the error ratios peak when
-	// it ends.
+	// An outage (every reconcile failing) too short for any condition: the longest one whose
+	// error ratios never make a condition hold, found by bisection (a longer outage gives every
+	// ratio at least the values of a shorter one).
+	outageSeries := func(d time.Duration) []*Series {
+		return []*Series{
+			Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, 10).Rate(history+d, 0),
+			Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10).Rate(history, 0).Rate(history+d, 10),
+			Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
+		}
+	}
+	until := func(d time.Duration) time.Duration { return history + d + c.For() + time.Hour }
 	silent := func(d time.Duration) bool {
-		for _, cond := range conds {
-			th, t := cond.rate*budget, history+d
-			if errorShare(0, 1, history, t, parseWindow(cond.short)) > th && errorShare(0, 1, history, t, parseWindow(cond.long)) > th {
+		otr := newSLOTrace(outageSeries(d), eval, until(d))
+		for t := ceilTo(history, eval); t <= until(d); t += eval {
+			if st := burnAt(otr, conds, budget, t); st.holds || st.tooClose != "" {
 				return false
 			}
 		}
 		return true
 	}
-	var outage time.Duration
-	for d := sampleInterval; d <= 24*time.Hour && silent(d); d += sampleInterval {
-		outage = d
+	lo, hi := time.Duration(0), 24*time.Hour/sampleInterval // outage lengths in samples
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if silent(mid * sampleInterval) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
 	}
-	if outage > 0 {
+	if outage := lo * sampleInterval; outage > 0 {
 		cases = append(cases, Case{
-			Name: "stays silent on a short outage",
-			Series: []*Series{
-				Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, 10).Rate(history+outage, 0),
-				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10).Rate(history, 0).Rate(history+outage, 10),
-				Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
-			},
-			Until: history + outage + c.For() + time.Hour,
+			Name:   "stays silent on a short outage",
+			Series: outageSeries(outage),
+			Until:  until(outage),
 		})
 	}
 	return cases

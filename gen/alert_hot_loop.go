@@ -42,7 +42,7 @@ var HotLoop = &Alert{
 	},
 	Level: levelController,
 	Expr: func(e *exprEnv) string {
-		reconciles := sumBy(levelController, recReconcileByResult.Name)
+		reconciles := recReconciles.Name
 		writes := recControllerWrites.Name
 		candidate := lines(
 			reconciles+" > "+e.P("reconcilesPerSecond"),

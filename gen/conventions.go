@@ -18,6 +18,7 @@ const (
 	groupControllerAlerts = "loopwatch.controller.alerts"
 	groupLeaderAlerts     = "loopwatch.leader-election.alerts"
 	groupSLORules         = "loopwatch.slo.rules"
+	groupSLOCoarseRules   = "loopwatch.slo.coarse.rules"
 	groupSLOAlerts        = "loopwatch.slo.alerts"
 	groupAuditRules       = "loopwatch.audit.rules"
 	groupAuditAlerts      = "loopwatch.audit.alerts"

@@ -78,7 +78,11 @@ func Build(cfg Config) (*Model, error) {
 			}
 		}
 		if len(rules) > 0 {
-			m.Groups = append(m.Groups, Group{Name: g.Name, Interval: interval, Rules: rules})
+			gi := interval
+			if g.Interval > 0 {
+				gi = model.Duration(g.Interval).String()
+			}
+			m.Groups = append(m.Groups, Group{Name: g.Name, Interval: gi, Rules: rules})
 		}
 	}
 	m.Dashboards = b.dashboards()

@@ -49,10 +49,39 @@ var recQueueCompletions = &Recording{
 	},
 }
 
+// recPodReconciles is each pod's reconcile rate per controller and result: the one rule that
+// reads controller_runtime_reconcile_total over a range. The per-controller rates sum it, and
+// the per-pod reconcile rate of LoopwatchAPICallsPerReconcileHigh too, instead of reading the
+// raw counters again.
+var recPodReconciles = &Recording{
+	Name: levelTarget.with("controller", "result").record("controller_runtime_reconcile_total", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelTarget.with("controller", "result"), rate(sel("controller_runtime_reconcile_total", e.Selector("controller")), "5m"))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Target("controller").With("controller", "backup")
+		b := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+		return []ExprCase{{
+			Name: "records each pod's reconcile rate by controller and result",
+			At:   10 * time.Minute,
+			Series: []*Series{
+				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 4),
+				Counter("controller_runtime_reconcile_total", b.With("result", "success"), 0),
+				Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0.5),
+			},
+			Want: []Sample{
+				{c.AtLevel(levelTarget.with("controller", "result"), l).With("result", "success"), 4},
+				{c.AtLevel(levelTarget.with("controller", "result"), b).With("result", "success"), 0},
+				{c.AtLevel(levelTarget.with("controller", "result"), l).With("result", "error"), 0.5},
+			},
+		}}
+	},
+}
+
 var recReconcileByResult = &Recording{
 	Name: levelController.with("result").record("controller_runtime_reconcile_total", "rate5m"),
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelController.with("result"), rate(sel("controller_runtime_reconcile_total", e.Selector("controller")), "5m"))
+		return sumBy(levelController.with("result"), recPodReconciles.Name)
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Controller()
@@ -100,10 +129,47 @@ var recReconcileMean = &Recording{
 	},
 }
 
+// recReconciles is each controller's reconcile rate over every result: what the error ratios
+// divide by, over 5m here and, summed over time, over the SLO windows.
+var recReconciles = &Recording{
+	Name: levelController.record("controller_runtime_reconcile_total", "rate5m"),
+	Expr: func(e *exprEnv) string { return sumBy(levelController, recReconcileByResult.Name) },
+	Cases: func(c *caseEnv) []ExprCase {
+		return reconcileRateCase(c, "records the reconcile rate over every result and replica", 7.5)
+	},
+}
+
+// recReconcileErrors is each controller's rate of reconciles that returned an error. A
+// controller whose result="error" series is missing records none, as its ratio is unknown.
+var recReconcileErrors = &Recording{
+	Name: levelController.record("controller_runtime_reconcile_error", "rate5m"),
+	Expr: func(e *exprEnv) string { return sumBy(levelController, recReconcileByResult.Name+`{result="error"}`) },
+	Cases: func(c *caseEnv) []ExprCase {
+		return reconcileRateCase(c, "records the rate of reconciles that returned an error, over replicas", 1.5)
+	},
+}
+
+// reconcileRateCase: two replicas, errors, successes and RequeueAfter results.
+func reconcileRateCase(c *caseEnv, name string, want float64) []ExprCase {
+	l := c.Controller().With("name", "")
+	b := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+	return []ExprCase{{
+		Name: name,
+		At:   10 * time.Minute,
+		Series: []*Series{
+			Counter("controller_runtime_reconcile_total", l.With("result", "error"), 1),
+			Counter("controller_runtime_reconcile_total", b.With("result", "error"), 0.5),
+			Counter("controller_runtime_reconcile_total", l.With("result", "success"), 4),
+			Counter("controller_runtime_reconcile_total", b.With("result", "requeue_after"), 2),
+		},
+		Want: []Sample{{c.AtLevel(levelController, l), want}},
+	}}
+}
+
 // recErrorRatio5m is the share of reconciles that returned an error over 5 minutes.
 var recErrorRatio5m = &Recording{
 	Name:  recErrorRatioName("5m"),
-	Expr:  func(e *exprEnv) string { return errorRatio(e.Selector("controller"), "5m") },
+	Expr:  func(e *exprEnv) string { return lines(recReconcileErrors.Name, "/", recReconciles.Name) },
 	Cases: func(c *caseEnv) []ExprCase { return errorRatioCase(c, 10*time.Minute) },
 }
 
@@ -160,14 +226,14 @@ var recAPIRequests = &Recording{
 var recControllerWrites = &Recording{
 	Name: levelController.record("controller_writes", "rate5m"),
 	Expr: func(e *exprEnv) string {
-		reconciles := sumBy(levelController, recReconcileByResult.Name)
+		reconciles := recReconciles.Name
 		return lines(
 			sumBy(levelController, recAPIRequests.Name+`{access="write"}`),
 			"or",
 			"(",
 			"  "+reconciles,
 			"  / on ("+levelJob.by()+") group_left ()",
-			"  "+sumBy(levelJob, recReconcileByResult.Name),
+			"  "+sumBy(levelJob, recReconciles.Name),
 			"  * on ("+levelJob.by()+") group_left ()",
 			"  "+sumBy(levelJob, recClientRequests.Name+`{method=~"POST|PUT|PATCH|DELETE"}`),
 			"  unless on ("+levelJob.by()+")",
@@ -212,16 +278,6 @@ var recControllerWrites = &Recording{
 			},
 		}
 	},
-}
-
-// errorRatio is the result="error" share of reconciles per controller over window. requeue and
-// requeue_after are healthy results: a controller that schedules itself with RequeueAfter has
-// a ratio of 0.
-func errorRatio(selector, window string) string {
-	return lines(
-		sumBy(levelController, rate(sel("controller_runtime_reconcile_total", selector, `result="error"`), window)),
-		"/",
-		sumBy(levelController, rate(sel("controller_runtime_reconcile_total", selector), window)))
 }
 
 // recErrorRatioName is the name of the error ratio recorded over window.

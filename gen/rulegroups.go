@@ -1,6 +1,9 @@
 package gen
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Recording declares one recording rule with its promtool cases.
 type Recording struct {
@@ -15,6 +18,8 @@ type Recording struct {
 // ruleGroup is one rule group of the output, switched on by a config group.
 type ruleGroup struct {
 	Name string
+	// Interval is the group's own evaluation interval; 0 means the config's rule interval.
+	Interval time.Duration
 	// On reports whether the config's groups switch this group on.
 	On         func(Groups) bool
 	Recordings []*Recording
@@ -30,9 +35,10 @@ func ruleGroups() []ruleGroup {
 	apf := func(g Groups) bool { return g.APF }
 	return []ruleGroup{
 		{Name: groupControllerRules, On: controller, Recordings: []*Recording{
-			recQueueDepth, recQueueAdds, recQueueCompletions, recReconcileByResult, recReconcileMean,
-			recErrorRatio5m, recClientRequests, recAPIRequests, recControllerWrites,
+			recQueueDepth, recQueueAdds, recQueueCompletions, recPodReconciles, recReconcileByResult, recReconciles, recReconcileErrors,
+			recReconcileMean, recErrorRatio5m, recClientRequests, recAPIRequests, recControllerWrites,
 		}},
+		{Name: groupSLOCoarseRules, Interval: sloCoarseInterval, On: slo, Recordings: sloCoarseRecordings},
 		{Name: groupSLORules, On: slo, Recordings: sloRecordings},
 		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads, recAuditInitialLists}},
 		{Name: groupAPFRules, On: apf, Recordings: []*Recording{recAPFDispatched, recAPFRejected, recAPFWaitBuckets}},

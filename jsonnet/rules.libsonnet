@@ -19,8 +19,20 @@
             expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_work_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))" % $._config,
           },
           {
+            record: "cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job, pod, controller, result) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m]))" % $._config,
+          },
+          {
             record: "cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller, result) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m]))" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller, result) (cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m)" % $._config,
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m)" % $._config,
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m{result=\"error\"})" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m",
@@ -28,7 +40,7 @@
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[5m]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m]))" % $._config,
+            expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m\n/\ncluster_namespace_job_controller:controller_runtime_reconcile:rate5m",
           },
           {
             record: "cluster_namespace_job_pod_method:rest_client_requests:rate5m",
@@ -40,7 +52,21 @@
           },
           {
             record: "cluster_namespace_job_controller:controller_writes:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m{access=\"write\"})\nor\n(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m)\n  / on (%(clusterLabel)s, namespace, job) group_left ()\n  sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m)\n  * on (%(clusterLabel)s, namespace, job) group_left ()\n  sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=~\"POST|PUT|PATCH|DELETE\"})\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m{access=\"write\"})\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile:rate5m\n  / on (%(clusterLabel)s, namespace, job) group_left ()\n  sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_controller:controller_runtime_reconcile:rate5m)\n  * on (%(clusterLabel)s, namespace, job) group_left ()\n  sum by (%(clusterLabel)s, namespace, job) (cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=~\"POST|PUT|PATCH|DELETE\"})\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
+          },
+        ],
+      },
+      {
+        name: "loopwatch.slo.coarse.rules",
+        interval: "30m",
+        rules: [
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m",
+            expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[30m])",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate30m",
+            expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[30m])",
           },
         ],
       },
@@ -50,27 +76,27 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate30m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[30m]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[30m]))" % $._config,
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[30m])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[30m])",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1h",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[1h]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[1h]))" % $._config,
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[1h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[1h])",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[2h]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[2h]))" % $._config,
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[2h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[2h])",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[6h]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[6h]))" % $._config,
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[6h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[6h])",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[1d]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[1d]))" % $._config,
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[1d])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[1d])",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[3d]))\n/\nsum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[3d]))" % $._config,
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[3d])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[3d])",
           },
         ],
       },

@@ -119,6 +119,8 @@
 //		EvaluationInterval time.Duration // default 1s
 //		ScrapeSelf         bool          // also scrape Prometheus' own /metrics as job "prometheus"
 //		StartTimeout       time.Duration // default 60s
+//		DataDir            string        // TSDB directory (existing blocks); default inside Dir
+//		Args               []string      // appended to the command line
 //	}
 //	type ScrapeTarget struct {
 //		Job       string
@@ -147,6 +149,8 @@
 //	func (*Prometheus) WaitForRuleEvaluations(ctx context.Context, n int) error // every group evaluated ≥ n times
 //	func (*Prometheus) RuleHealth(ctx context.Context) error // joined errors: lastError, unhealthy rules, evaluation failures
 //	func (*Prometheus) EvaluationFailures(ctx context.Context) (map[string]float64, error) // prometheus_rule_evaluation_failures_total by rule_group
+//	func (*Prometheus) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error)  // its own /metrics, parsed
+//	func (*Prometheus) Reload(ctx context.Context) error                                    // POST /-/reload
 //
 // # Failures and teardown
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -30,6 +31,11 @@ type PrometheusOptions struct {
 	ScrapeSelf bool
 	// StartTimeout bounds the start; default 60s.
 	StartTimeout time.Duration
+	// DataDir is the TSDB directory, for a Prometheus started on existing blocks; default a
+	// new directory inside Dir.
+	DataDir string
+	// Args are appended to Prometheus' command line (feature flags, TSDB settings).
+	Args []string
 	// Backfill are OpenMetrics files (samples with timestamps, ending in "# EOF") turned into
 	// TSDB blocks with `promtool tsdb create-blocks-from openmetrics` before Prometheus starts:
 	// history that 5-minute rates can read from the first query.
@@ -114,23 +120,28 @@ func StartPrometheus(ctx context.Context, opts PrometheusOptions) (p *Prometheus
 	if err := os.WriteFile(configPath, config, 0o600); err != nil {
 		return p, fmt.Errorf("write prometheus config: %w", err)
 	}
-	for _, f := range opts.Backfill {
-		if err := backfill(ctx, f, filepath.Join(dir, "data")); err != nil {
-			return p, err
-		}
-	}
 	client, err := promapi.NewClient(promapi.Config{Address: p.url})
 	if err != nil {
 		return p, fmt.Errorf("build prometheus client: %w", err)
 	}
 	p.api = promv1.NewAPI(client)
+	dataDir := opts.DataDir
+	if dataDir == "" {
+		dataDir = filepath.Join(dir, "data")
+	}
+	for _, f := range opts.Backfill {
+		if err := backfill(ctx, f, dataDir); err != nil {
+			return p, err
+		}
+	}
 	args := []string{
 		"--config.file=" + configPath,
-		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--storage.tsdb.path=" + dataDir,
 		"--web.listen-address=" + addr,
 		"--web.enable-lifecycle",
 		"--log.level=info",
 	}
+	args = append(args, opts.Args...)
 	proc, err := startProcess("prometheus", bin, args, filepath.Join(dir, "prometheus.log"))
 	if err != nil {
 		return p, err
@@ -250,6 +261,24 @@ func (p *Prometheus) Stop() error {
 		return nil
 	}
 	return p.proc.stop(10 * time.Second)
+}
+
+// Reload makes Prometheus re-read its configuration and rule files (POST /-/reload).
+func (p *Prometheus) Reload(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/-/reload", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("reload prometheus: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("reload prometheus: %s: %s", resp.Status, body)
+	}
+	return nil
 }
 
 // URL is Prometheus' base URL, http://127.0.0.1:<port>.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -121,23 +122,9 @@ func (p *Prometheus) EvaluationFailures(ctx context.Context) (map[string]float64
 
 // selfMetric reads the counter or gauge family name from Prometheus' /metrics and sums it by label.
 func (p *Prometheus) selfMetric(ctx context.Context, name, label string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
+	families, err := p.Metrics(ctx)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	resp, err := p.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("read prometheus metrics: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read prometheus metrics: %s", resp.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("parse prometheus metrics: %w", err)
 	}
 	out := map[string]float64{}
 	mf, ok := families[name]
@@ -161,6 +148,29 @@ func (p *Prometheus) selfMetric(ctx context.Context, name, label string) (map[st
 		}
 	}
 	return out, nil
+}
+
+// Metrics reads Prometheus' own /metrics, by family name, so no self-scrape is needed.
+func (p *Prometheus) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("read prometheus metrics: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read prometheus metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("parse prometheus metrics: %w", err)
+	}
+	return families, nil
 }
 
 // sortedKeys returns m's keys in order, for stable messages.

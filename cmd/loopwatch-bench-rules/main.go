@@ -1,0 +1,122 @@
+// Command loopwatch-bench-rules is `make bench-rules`: it measures what a rule file costs a real
+// Prometheus evaluating it for a big fleet. For each fleet size it backfills the synthetic
+// fleet's history as TSDB blocks, serves the fleet's /metrics, starts bin/prometheus on that
+// history with the rule file, and records every group's evaluation time, samples read, failures
+// and missed iterations at each interval. See internal/benchrules.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/loopwatch/loopwatch/internal/benchrules"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-rules:", err)
+		os.Exit(1)
+	}
+}
+
+// listFlag is a comma-separated flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+func (l *listFlag) Set(s string) error {
+	*l = nil
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
+}
+
+// repeatedFlag collects every occurrence.
+type repeatedFlag []string
+
+func (r *repeatedFlag) String() string     { return strings.Join(*r, " ") }
+func (r *repeatedFlag) Set(s string) error { *r = append(*r, s); return nil }
+
+func run() error {
+	o := benchrules.DefaultOptions()
+	controllers := listFlag{"50", "500"}
+	intervals := listFlag(o.Intervals)
+	var promArgs repeatedFlag
+	var markdown, jsonOut string
+	flag.StringVar(&o.RuleFile, "rules", o.RuleFile, "rule file to measure")
+	flag.Var(&controllers, "controllers", "fleet sizes, comma-separated; each is measured on its own Prometheus")
+	flag.IntVar(&o.Replicas, "replicas", o.Replicas, "replicas (scrape targets) per controller")
+	flag.Var(&intervals, "intervals", "evaluation intervals measured one after the other, comma-separated: \"default\" (the file's) or a duration replacing the file's shortest group interval")
+	flag.DurationVar(&o.ScrapeInterval, "scrape-interval", o.ScrapeInterval, "scrape interval, and the backfill's sample grid")
+	flag.DurationVar(&o.History, "history", o.History, "history backfilled before Prometheus starts; must cover the longest range a rule reads")
+	flag.IntVar(&o.Evals, "evals", o.Evals, "evaluations measured per group and interval")
+	flag.IntVar(&o.Warmup, "warmup", o.Warmup, "evaluations discarded at the start of the first interval (cold caches)")
+	flag.StringVar(&o.DataDir, "data-dir", "", "directory for the TSDB data (default: a new temporary directory per fleet size)")
+	flag.BoolVar(&o.Keep, "keep", false, "keep the TSDB data and Prometheus' directory after the run")
+	flag.IntVar(&o.Workers, "workers", 0, "blocks written in parallel (default GOMAXPROCS)")
+	flag.BoolVar(&o.StandbySeries, "standby-series", o.StandbySeries, "standby replicas expose the controller-runtime series too (flat); false: only the leader does")
+	flag.Float64Var(&o.Scenarios.Backlog, "backlog-share", o.Scenarios.Backlog, "share of controllers with a growing work queue (pending LoopwatchQueueBacklog)")
+	flag.Var(&promArgs, "prometheus-arg", "extra Prometheus flag, e.g. --enable-feature=concurrent-rule-eval (repeatable)")
+	flag.StringVar(&markdown, "out", "", "write the Markdown report here as well as to stdout")
+	flag.StringVar(&jsonOut, "json", "", "write the JSON report here")
+	flag.Parse()
+
+	o.Intervals = intervals
+	o.PrometheusArgs = promArgs
+	o.Controllers = nil
+	for _, c := range controllers {
+		n, err := strconv.Atoi(c)
+		if err != nil {
+			return fmt.Errorf("-controllers: %q is not a number", c)
+		}
+		o.Controllers = append(o.Controllers, n)
+	}
+	logger := log.New(os.Stderr, "", log.Ltime)
+	o.Logf = logger.Printf
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	rep, runErr := benchrules.Run(ctx, o)
+	if rep != nil {
+		if err := write(rep, markdown, jsonOut); err != nil {
+			return err
+		}
+	}
+	logger.Printf("wall time %s", time.Since(start).Round(time.Second))
+	return runErr
+}
+
+func write(rep *benchrules.Report, markdown, jsonOut string) error {
+	var b strings.Builder
+	if err := rep.WriteMarkdown(&b); err != nil {
+		return err
+	}
+	fmt.Print(b.String())
+	if markdown != "" {
+		if err := os.WriteFile(markdown, []byte(b.String()), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", markdown, err)
+		}
+	}
+	if jsonOut != "" {
+		raw, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode report: %w", err)
+		}
+		if err := os.WriteFile(jsonOut, append(raw, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", jsonOut, err)
+		}
+	}
+	return nil
+}

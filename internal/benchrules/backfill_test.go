@@ -1,0 +1,350 @@
+package benchrules
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/prometheus/prometheus/tsdb/index"
+)
+
+func TestBlockLayoutIsProductionLike(t *testing.T) {
+	h := int64(time.Hour / time.Millisecond)
+	from, to := 100*18*h+5*h, 100*18*h+5*h+72*h+37*60*1000
+	layout := blockLayout(from, to)
+	if layout[0][0] != from || layout[len(layout)-1][1] != to {
+		t.Fatalf("layout %v does not cover [%d, %d)", layout, from, to)
+	}
+	for i, b := range layout {
+		if i > 0 && b[0] != layout[i-1][1] {
+			t.Fatalf("blocks %v and %v leave a gap or overlap", layout[i-1], b)
+		}
+		size := b[1] - b[0]
+		if i > 0 && i < len(layout)-1 && size != 18*h && size != 6*h && size != 2*h {
+			t.Errorf("block %d spans %dh, want a full 18h, 6h or 2h range", i, size/h)
+		}
+		if size == 18*h && b[0]%(18*h) != 0 {
+			t.Errorf("18h block %v is not aligned", b)
+		}
+	}
+	if last := layout[len(layout)-1]; last[1]-last[0] >= 2*h {
+		t.Errorf("the newest block spans %v, more than the head would hold", time.Duration(last[1]-last[0])*time.Millisecond)
+	}
+}
+
+// readBlocks returns every series of the blocks under dir with its samples, by labels.
+func readBlocks(t *testing.T, dir string) (map[string][]sample, []blockMeta) {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]sample{}
+	var metas []blockMeta
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp") {
+			t.Fatalf("a temporary block directory %s was left behind", e.Name())
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name(), "meta.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m blockMeta
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		metas = append(metas, m)
+		ir, err := index.NewFileReader(filepath.Join(dir, e.Name(), "index"), index.DecodePostingsRaw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr, err := chunks.NewDirReader(filepath.Join(dir, e.Name(), "chunks"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name, value := index.AllPostingsKey()
+		p, err := ir.Postings(context.Background(), name, value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b labels.ScratchBuilder
+		var chks []chunks.Meta
+		n := 0
+		for p.Next() {
+			if err := ir.Series(p.At(), &b, &chks); err != nil {
+				t.Fatal(err)
+			}
+			key := b.Labels().String()
+			for _, c := range chks {
+				chk, _, err := cr.ChunkOrIterable(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				it := chk.Iterator(nil)
+				for it.Next() == chunkenc.ValFloat {
+					ts, v := it.At()
+					if ts < m.MinTime || ts >= m.MaxTime {
+						t.Errorf("block %s [%d, %d) holds a sample at %d", e.Name(), m.MinTime, m.MaxTime, ts)
+					}
+					out[key] = append(out[key], sample{ts, v})
+				}
+			}
+			n++
+		}
+		if uint64(n) != m.Stats.NumSeries {
+			t.Errorf("block %s indexes %d series, meta says %d", e.Name(), n, m.Stats.NumSeries)
+		}
+		_ = ir.Close()
+		_ = cr.Close()
+	}
+	return out, metas
+}
+
+type sample struct {
+	t int64
+	f float64
+}
+
+func sortSamples(s []sample) { sort.Slice(s, func(i, j int) bool { return s[i].t < s[j].t }) }
+
+func valuesEqual(a, b float64) bool { return a == b || (math.IsNaN(a) && math.IsNaN(b)) }
+
+func mustRuleFile(t *testing.T, p string) *ruleFile {
+	t.Helper()
+	rf, err := loadRuleFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rf
+}
+
+// TestBackfillWritesTheFleetsHistory backfills a small fleet with the repository's rules and
+// reads the blocks back with the TSDB's own readers: every scraped series on its grid with the
+// curve's values, up per target, and the recorded series a rule reads over a range.
+func TestBackfillWritesTheFleetsHistory(t *testing.T) {
+	f := testFleet(t, 2, true)
+	rf := mustRuleFile(t, "../../rules/loopwatch.rules.yaml")
+	dir := t.TempDir()
+	from := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
+	f.Config.Start = from
+	stats, err := Backfill(context.Background(), f, rf, dir, from, 2, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	series, metas := readBlocks(t, dir)
+	sort.Slice(metas, func(i, j int) bool { return metas[i].MinTime < metas[j].MinTime })
+	for i := 1; i < len(metas); i++ {
+		if metas[i].MinTime < metas[i-1].MaxTime {
+			t.Errorf("blocks overlap: [%d, %d) and [%d, %d)", metas[i-1].MinTime, metas[i-1].MaxTime, metas[i].MinTime, metas[i].MaxTime)
+		}
+	}
+	if stats.Blocks != len(metas) {
+		t.Errorf("stats count %d blocks, %d on disk", stats.Blocks, len(metas))
+	}
+	interval := f.Config.ScrapeInterval.Milliseconds()
+	checked := 0
+	for _, tg := range f.Targets {
+		up := labels.NewBuilder(tg.Labels).Set(labels.MetricName, "up").Labels().String()
+		if len(series[up]) == 0 {
+			t.Errorf("no up for %s", tg.Path)
+		}
+		for _, fam := range tg.Families {
+			for _, s := range fam.Series {
+				got := series[s.Labels.String()]
+				sortSamples(got)
+				want := int((stats.To.UnixMilli() - from.UnixMilli()) / interval)
+				if len(got) < want-1 || len(got) > want+1 {
+					t.Fatalf("%s has %d samples over the history, want %d", s.Labels, len(got), want)
+				}
+				for i, smp := range got {
+					if i > 0 && smp.t-got[i-1].t != interval {
+						t.Fatalf("%s: samples %d and %d are %dms apart", s.Labels, got[i-1].t, smp.t, smp.t-got[i-1].t)
+					}
+					if w := s.v.at(float64(smp.t) / 1000); !valuesEqual(smp.f, w) {
+						t.Fatalf("%s at %d is %v, the curve says %v", s.Labels, smp.t, smp.f, w)
+					}
+				}
+				checked++
+			}
+		}
+	}
+	if checked != f.ExposedSeries() {
+		t.Errorf("checked %d series, the fleet exposes %d", checked, f.ExposedSeries())
+	}
+	// The SLO ratios read these recorded series over up to 2h and 3d: their history is written
+	// at their groups' intervals, one series per controller.
+	for _, rec := range []struct {
+		name     string
+		min, max int
+	}{
+		{"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m", 4 * 60, 5*60 + 1},
+		{"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m", 9, 11},
+	} {
+		n := 0
+		for key, s := range series {
+			if strings.Contains(key, `"`+rec.name+`"`) {
+				n++
+				if len(s) < rec.min || len(s) > rec.max {
+					t.Errorf("%s has %d samples over 5h, want %d to %d", key, len(s), rec.min, rec.max)
+				}
+			}
+		}
+		if n != 2 {
+			t.Errorf("%d recorded %s series, want one per controller (2)", n, rec.name)
+		}
+	}
+}
+
+func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
+	rf := mustRuleFile(t, "../../rules/loopwatch.rules.yaml")
+	rules, err := rf.rangeReadRecordings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The SLO ratios read the 5m rates (computed from the per-pod ones) over up to 2h, and the
+	// coarse 30m averages over up to 3d: all of them need history, inputs first.
+	var got []string
+	for _, r := range rules {
+		got = append(got, r.record+"@"+r.interval.String())
+	}
+	want := []string{
+		"cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m@1m0s",
+		"cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m@30m0s",
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("recordings read over a range, in backfill order:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	path := writeChainRules(t)
+	rules, err = mustRuleFile(t, path).rangeReadRecordings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range rules {
+		names = append(names, r.record+"@"+r.interval.String())
+	}
+	if got, want := strings.Join(names, " "), "job:errors:rate5m@1m0s job:errors:rate30m@30m0s"; got != want {
+		t.Errorf("recordings to backfill: %s, want %s (inputs first, unused ones left out)", got, want)
+	}
+	if rules[1].labels["window"] != "30m" {
+		t.Errorf("the rule's labels are lost: %v", rules[1].labels)
+	}
+}
+
+// writeChainRules writes a rule file shaped like long windows built from low-resolution
+// recorded series: a slow group records from a fast one, an alert reads the slow one over 3d.
+func writeChainRules(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "chain.yaml")
+	if err := os.WriteFile(path, []byte(`groups:
+  - name: fast
+    interval: 1m
+    rules:
+      - record: job:errors:rate5m
+        expr: sum by (job) (rate(controller_runtime_reconcile_total{result="error"}[5m]))
+      - record: job:unused:rate5m
+        expr: sum by (job) (rate(controller_runtime_reconcile_total[5m]))
+  - name: slow
+    interval: 30m
+    rules:
+      - record: job:errors:rate30m
+        expr: avg_over_time(job:errors:rate5m[30m])
+        labels: {window: 30m}
+  - name: alerts
+    rules:
+      - alert: Burn
+        expr: sum_over_time(job:errors:rate30m[3d]) > 1
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestBackfillComputesChainedRecordings backfills the chain: the slow series, computed from the
+// fast one's backfilled history, has one sample per 30 minutes and the value the engine gives.
+func TestBackfillComputesChainedRecordings(t *testing.T) {
+	f := testFleet(t, 2, true)
+	dir := t.TempDir()
+	from := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
+	if _, err := Backfill(context.Background(), f, mustRuleFile(t, writeChainRules(t)), dir, from, 2, t.Logf); err != nil {
+		t.Fatal(err)
+	}
+	series, _ := readBlocks(t, dir)
+	fast, slow := 0, 0
+	for key, s := range series {
+		sortSamples(s)
+		switch {
+		case strings.Contains(key, "job:unused:rate5m"):
+			t.Errorf("%s was backfilled though no rule reads it over a range", key)
+		case strings.Contains(key, "job:errors:rate5m"):
+			fast++
+			if len(s) < 4*60 {
+				t.Errorf("%s has %d samples, want one a minute", key, len(s))
+			}
+		case strings.Contains(key, "job:errors:rate30m"):
+			slow++
+			if !strings.Contains(key, `window="30m"`) {
+				t.Errorf("%s lacks the rule's label", key)
+			}
+			if len(s) < 9 || len(s) > 11 {
+				t.Errorf("%s has %d samples over 5h, want one per 30m", key, len(s))
+			}
+			for i := 1; i < len(s); i++ {
+				if s[i].t-s[i-1].t != (30 * time.Minute).Milliseconds() {
+					t.Errorf("%s: samples %d apart", key, s[i].t-s[i-1].t)
+				}
+			}
+			if s[len(s)-1].f <= 0 {
+				t.Errorf("%s ends at %v, want the average error rate, above 0", key, s[len(s)-1].f)
+			}
+		}
+	}
+	// One series per job: 2 controllers, and the exporter and API servers have no reconciles.
+	if fast != 2 || slow != 2 {
+		t.Errorf("backfilled %d fast and %d slow recorded series, want 2 of each", fast, slow)
+	}
+}
+
+func TestWithIntervalRewritesTheBaseGroupsOnly(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "in.yaml")
+	if err := os.WriteFile(src, []byte(`groups:
+  - name: fast
+    interval: 1m
+    rules: [{record: a:b:c, expr: vector(1)}]
+  - name: slow
+    interval: 30m
+    rules: [{record: a:b:d, expr: vector(1)}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rf := mustRuleFile(t, src)
+	changed, err := rf.withInterval(filepath.Join(dir, "out.yaml"), 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(changed, ",") != "fast" {
+		t.Errorf("changed %v, want only the base-interval group", changed)
+	}
+	out := mustRuleFile(t, filepath.Join(dir, "out.yaml"))
+	if got := groupInterval(out.groups[0]); got != 15*time.Second {
+		t.Errorf("fast group at %s, want 15s", got)
+	}
+	if got := groupInterval(out.groups[1]); got != 30*time.Minute {
+		t.Errorf("slow group at %s, want its own 30m", got)
+	}
+}
