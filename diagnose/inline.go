@@ -110,7 +110,8 @@ func (in *inliner) expr(e parser.Expr) (parser.Expr, error) {
 	return e, err
 }
 
-// replace returns the expression of the recording vs reads, restricted by vs's own matchers.
+// replace returns the expression of the recording vs reads, restricted by vs's own matchers, with
+// the recordings it reads inlined too.
 // A recording rule aggregates `by` its level's labels, so a matcher on one of those labels
 // selects the same series when it is applied to the rule's inputs instead of its output.
 func (in *inliner) replace(vs *parser.VectorSelector) (parser.Expr, error) {
@@ -134,6 +135,11 @@ func (in *inliner) replace(vs *parser.VectorSelector) (parser.Expr, error) {
 			}
 			return nil
 		})
+	}
+	// A recording may read other recordings (the 5m error ratio reads the per-controller rates,
+	// which read the per-pod rate): those are inlined in turn, with the matchers carried down.
+	if inner, err = in.expr(inner); err != nil {
+		return nil, err
 	}
 	return &parser.ParenExpr{Expr: inner}, nil
 }

@@ -11,6 +11,7 @@ func TestInline(t *testing.T) {
 		missing: map[string]string{
 			"job:requests:rate5m": `sum by (job, method) (rate(requests_total{job!=""}[5m]))`,
 			"job:latency:mean5m":  `sum by (job) (rate(t_sum[5m])) / (sum by (job) (rate(t_count[5m])) > 0)`,
+			"job:patches:rate5m":  `sum by (job) (job:requests:rate5m{method="PATCH"})`,
 		},
 		interval: time.Minute,
 	}
@@ -29,6 +30,11 @@ func TestInline(t *testing.T) {
 			name:  "the recording's matchers move onto the rule's inputs",
 			query: `job:requests:rate5m{method="PATCH"} > 10`,
 			want:  `(sum by (job, method) (rate(requests_total{job!="",method="PATCH"}[5m]))) > 10`,
+		},
+		{
+			name:  "a recording that reads another recording is inlined all the way down, matchers carried",
+			query: `job:patches:rate5m{job="a"} > 10`,
+			want:  `(sum by (job) ((sum by (job, method) (rate(requests_total{job!="",job="a",method="PATCH"}[5m]))))) > 10`,
 		},
 		{
 			name:  "a range over a missing recording becomes a subquery at the rule interval",

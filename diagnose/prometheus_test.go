@@ -177,7 +177,7 @@ func TestDiagnoseOnPrometheus(t *testing.T) {
 	}
 
 	rulesFile := writeRules(t, cfg)
-	withRules := stack.NewTestPrometheus(t, stack.PrometheusOptions{RuleFiles: []string{rulesFile}, Targets: targets, Backfill: []string{backfill}})
+	withRules := stack.NewTestPrometheus(t, stack.PrometheusOptions{RuleFiles: []string{rulesFile}, OneEvaluationInterval: true, Targets: targets, Backfill: []string{backfill}})
 	raw := stack.NewTestPrometheus(t, stack.PrometheusOptions{Targets: targets, Backfill: []string{backfill}})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -117,8 +117,8 @@ func TestAPFFlowSchemasOnRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{
-		RuleFiles: []string{withoutGroupIntervals(t, rules, t.TempDir())},
-		Targets:   []stack.ScrapeTarget{apiserver},
+		RuleFiles: []string{rules}, OneEvaluationInterval: true,
+		Targets: []stack.ScrapeTarget{apiserver},
 		// The API server's /metrics is several megabytes: give a scrape more than a second on a
 		// busy machine.
 		ScrapeInterval: 2 * time.Second,

@@ -85,36 +85,6 @@ func generatedYAML(t *testing.T) (ruleFiles map[string]ruleFile, manifests map[s
 	return ruleFiles, manifests
 }
 
-// withoutGroupIntervals rewrites a rule file so its groups use Prometheus' global evaluation
-// interval (1s in these tests) instead of their own (1m in production), so the test sees many
-// evaluations in seconds. Nothing else changes: names, expressions, labels are the generated ones.
-func withoutGroupIntervals(t *testing.T, path, dir string) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	groups, _ := doc["groups"].([]any)
-	for _, g := range groups {
-		if g, ok := g.(map[string]any); ok {
-			delete(g, "interval")
-		}
-	}
-	out, err := yaml.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dst := filepath.Join(dir, filepath.Base(path))
-	if err := os.WriteFile(dst, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 // dashboard is a Grafana dashboard, reduced to panels, their queries and template variables.
 type dashboard struct {
 	Title      string  `json:"title"`

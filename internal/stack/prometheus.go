@@ -36,6 +36,10 @@ type PrometheusOptions struct {
 	DataDir string
 	// Args are appended to Prometheus' command line (feature flags, TSDB settings).
 	Args []string
+	// OneEvaluationInterval evaluates every rule group at EvaluationInterval, dropping the
+	// groups' own intervals as promtool does: a test that compresses time gets a group that
+	// runs every 30 minutes in production (loopwatch.slo.coarse.rules) evaluated too.
+	OneEvaluationInterval bool
 	// Backfill are OpenMetrics files (samples with timestamps, ending in "# EOF") turned into
 	// TSDB blocks with `promtool tsdb create-blocks-from openmetrics` before Prometheus starts:
 	// history that 5-minute rates can read from the first query.
@@ -111,6 +115,11 @@ func StartPrometheus(ctx context.Context, opts PrometheusOptions) (p *Prometheus
 	}()
 	if opts.ScrapeSelf {
 		opts.Targets = append(opts.Targets, ScrapeTarget{Job: "prometheus", Addresses: []string{addr}})
+	}
+	if opts.OneEvaluationInterval {
+		if opts.RuleFiles, err = withoutGroupIntervals(opts.RuleFiles, filepath.Join(dir, "rules")); err != nil {
+			return p, err
+		}
 	}
 	config, err := prometheusConfig(opts)
 	if err != nil {
@@ -296,4 +305,45 @@ func (p *Prometheus) Logs() map[string]string {
 		return map[string]string{}
 	}
 	return map[string]string{p.proc.name: p.proc.logPath}
+}
+
+// withoutGroupIntervals copies the rule files (paths or globs) into dir without their groups'
+// own evaluation intervals, and returns the copies' paths.
+func withoutGroupIntervals(files []string, dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, pattern := range files {
+		paths, err := filepath.Glob(pattern)
+		if err != nil {
+			return nil, fmt.Errorf("rule files %q: %w", pattern, err)
+		}
+		for _, path := range paths {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			var doc map[string]any
+			if err := yaml.Unmarshal(data, &doc); err != nil {
+				return nil, fmt.Errorf("rule file %s: %w", path, err)
+			}
+			groups, _ := doc["groups"].([]any)
+			for _, g := range groups {
+				if g, ok := g.(map[string]any); ok {
+					delete(g, "interval")
+				}
+			}
+			data, err = yaml.Marshal(doc)
+			if err != nil {
+				return nil, err
+			}
+			dst := filepath.Join(dir, fmt.Sprintf("%d-%s", len(out), filepath.Base(path)))
+			if err := os.WriteFile(dst, data, 0o600); err != nil {
+				return nil, err
+			}
+			out = append(out, dst)
+		}
+	}
+	return out, nil
 }

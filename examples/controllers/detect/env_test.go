@@ -175,8 +175,8 @@ func (e *env) startPrometheus(t *testing.T, cfg gen.Config, targets []stack.Scra
 		t.Fatal(err)
 	}
 	e.prom = stack.NewTestPrometheus(t, stack.PrometheusOptions{
-		RuleFiles: []string{filepath.Join(rulesDir, gen.RulesFile)},
-		Targets:   append(append(targets, e.exporter), apiserver),
+		RuleFiles: []string{filepath.Join(rulesDir, gen.RulesFile)}, OneEvaluationInterval: true,
+		Targets: append(append(targets, e.exporter), apiserver),
 	})
 }
 
