@@ -308,11 +308,12 @@ func (sch *schema) folded(key []byte) int {
 	return -1
 }
 
-// entry returns the first map entry matching key (map keys match exactly, or by prefix), or nil.
+// entry returns the first map entry matching key (map keys match exactly, or by a prefix that
+// key extends: "round_*" matches "round_0_index_0", not "round_"), or nil.
 func (sch *schema) entry(key []byte) *member {
 	for i := range sch.members {
 		m := &sch.members[i]
-		if string(key) == m.name || m.prefix && len(key) > len(m.name) && string(key[:len(m.name)]) == m.name {
+		if m.prefix && len(key) > len(m.name) && string(key[:len(m.name)]) == m.name || !m.prefix && string(key) == m.name {
 			return m
 		}
 	}
