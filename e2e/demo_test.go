@@ -19,36 +19,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopwatch/loopwatch/internal/proc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// The demo binary, built once for the demo tests.
-var (
-	demoOnce sync.Once
-	demoBin  string
-	demoErr  error
-)
+// demoBinary is cmd/loopwatch-demo, built once for the demo tests; TestMain removes it.
+var demoBinary = &proc.Binary{Package: "github.com/loopwatch/loopwatch/cmd/loopwatch-demo"}
 
 func buildDemo(t *testing.T) string {
 	t.Helper()
-	demoOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "loopwatch-demo-bin-")
-		if err != nil {
-			demoErr = err
-			return
-		}
-		demoBin = filepath.Join(dir, "loopwatch-demo")
-		out, err := exec.Command("go", "build", "-o", demoBin, "../cmd/loopwatch-demo").CombinedOutput()
-		if err != nil {
-			demoErr = fmt.Errorf("build the demo: %v\n%s", err, out)
-		}
-	})
-	if demoErr != nil {
-		t.Fatal(demoErr)
+	path, err := demoBinary.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return demoBin
+	return path
 }
 
 // demoRun is a running demo binary whose output is scanned line by line, and whose descendants
@@ -339,4 +325,11 @@ func get(t *testing.T, ctx context.Context, hc *http.Client, url string) string 
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestMain removes the binaries the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	demoBinary.Remove()
+	os.Exit(code)
 }

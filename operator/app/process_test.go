@@ -14,40 +14,21 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/loopwatch/loopwatch/internal/proc"
 )
 
-var (
-	buildOnce  sync.Once
-	builtPath  string
-	builtError error
-)
+// operator is cmd/backup-operator, built once per test process; TestMain removes it.
+var operator = &proc.Binary{Package: "github.com/loopwatch/loopwatch/cmd/backup-operator"}
 
-// operatorBinary builds cmd/backup-operator once per test process.
+// operatorBinary returns the built operator's path.
 func operatorBinary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "backup-operator-bin-")
-		if err != nil {
-			builtError = err
-			return
-		}
-		builtPath = filepath.Join(dir, "backup-operator")
-		out, err := exec.Command("go", "build", "-o", builtPath, "github.com/loopwatch/loopwatch/cmd/backup-operator").CombinedOutput()
-		if err != nil {
-			builtError = fmt.Errorf("build: %w\n%s", err, out)
-		}
-	})
-	if builtError != nil {
-		t.Fatal(builtError)
+	path, err := operator.Path()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return builtPath
-}
-
-// removeOperatorBinary deletes what operatorBinary built; TestMain calls it.
-func removeOperatorBinary() {
-	if builtPath != "" {
-		_ = os.RemoveAll(filepath.Dir(builtPath))
-	}
+	return path
 }
 
 // testKubeconfigFile writes the test API server's kubeconfig for processes.

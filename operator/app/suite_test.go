@@ -88,7 +88,7 @@ func runSuite(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer removeOperatorBinary()
+	defer operator.Remove()
 	return m.Run()
 }
 
