@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"slices"
 	"time"
 	"unicode"
 )
@@ -99,15 +100,19 @@ func (e *exprEnv) P(key string) string {
 func (e *exprEnv) Selector(name string) string { return e.b.selector(name) }
 
 // Group is the name of the rule group the alert belongs to.
-func (a *Alert) Group() string {
+func (a *Alert) Group() string { return a.group().Name }
+
+// GroupInterval is the evaluation interval of the alert's group when the group has its own, 0
+// when it follows the config's ruleInterval.
+func (a *Alert) GroupInterval() time.Duration { return a.group().Interval }
+
+func (a *Alert) group() ruleGroup {
 	for _, g := range ruleGroups() {
-		for _, x := range g.Alerts {
-			if x == a {
-				return g.Name
-			}
+		if slices.Contains(g.Alerts, a) {
+			return g
 		}
 	}
-	return ""
+	return ruleGroup{}
 }
 
 // Range says which values the parameter accepts, e.g. "must be positive".

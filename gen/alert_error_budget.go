@@ -41,7 +41,7 @@ func burnExpr(e *exprEnv, conds []burnCondition) string {
 		if i > 0 {
 			parts = append(parts, "or")
 		}
-		parts = append(parts, "(", "  "+recErrorRatioName(c.short)+" > "+factor, "  and", "  "+recErrorRatioName(c.long)+" > "+factor, ")")
+		parts = append(parts, "(", "  "+sloRatioRef(c.short)+" > "+factor, "  and", "  "+sloRatioRef(c.long)+" > "+factor, ")")
 	}
 	return lines(parts...)
 }

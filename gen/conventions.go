@@ -16,7 +16,9 @@ func alertName(short string) string { return alertPrefix + short }
 const (
 	groupControllerRules  = "loopwatch.controller.rules"
 	groupControllerAlerts = "loopwatch.controller.alerts"
+	groupSetupAlerts      = "loopwatch.controller.setup.alerts"
 	groupLeaderAlerts     = "loopwatch.leader-election.alerts"
+	groupLeaderTrend      = "loopwatch.leader-election.trend.alerts"
 	groupSLORules         = "loopwatch.slo.rules"
 	groupSLOCoarseRules   = "loopwatch.slo.coarse.rules"
 	groupSLOAlerts        = "loopwatch.slo.alerts"

@@ -18,6 +18,11 @@ import (
 //   - 6h, 1d, 3d (coarse windows): the two rates averaged over sloCoarseInterval by the coarse
 //     group, once per sloCoarseInterval; sum_over_time of those over the window, divided. The 3d
 //     window reads 144 samples per controller and rate whatever the evaluation interval.
+//   - 1d and 3d are divided by the coarse group itself, once per sloCoarseInterval, not every
+//     evaluation interval: their ratios cannot change between two coarse samples anyway, and
+//     they were the two most expensive rules of the SLO group at 500 controllers (a long range
+//     over every block of the window, for every controller). The alerts read their last value
+//     (sloRatioRef).
 //
 // A ratio of sums of rates sampled at one cadence weights every moment of the window alike, like
 // rate()'s increase over the window. What changes: a fine window reaches 5m further back than
@@ -42,7 +47,22 @@ const sloCoarseWindow = "30m"
 var (
 	sloFineWindows   = []string{"30m", "1h", "2h"}
 	sloCoarseWindows = []string{"6h", "1d", "3d"}
+	// sloCoarseGroupWindows are the coarse windows whose ratio the coarse group records.
+	sloCoarseGroupWindows = []string{"1d", "3d"}
 )
+
+// sloRatioLookback is how far back an alert looks for the last ratio the coarse group recorded:
+// two coarse intervals, so that one missed or late coarse evaluation does not silence it.
+const sloRatioLookback = "1h"
+
+// sloRatioRef is how an alert reads the error ratio over window: the recorded series, or for a
+// ratio the coarse group records, its last value.
+func sloRatioRef(window string) string {
+	if slices.Contains(sloCoarseGroupWindows, window) {
+		return "last_over_time(" + recErrorRatioName(window) + "[" + sloRatioLookback + "])"
+	}
+	return recErrorRatioName(window)
+}
 
 // sloSourceKind says which recorded series an error ratio over a window is built from.
 type sloSourceKind int
@@ -93,13 +113,18 @@ func coarseAverage(of *Recording, metric string, want float64) *Recording {
 	}
 }
 
-// sloCoarseRecordings are the coarse group's rules.
-var sloCoarseRecordings = []*Recording{recReconcileErrorsCoarse, recReconcilesCoarse}
+// sloCoarseRecordings are the coarse group's rules: the averages, then the ratios over the
+// windows in sloCoarseGroupWindows.
+var sloCoarseRecordings = append([]*Recording{recReconcileErrorsCoarse, recReconcilesCoarse}, sloRatioRecordings(sloCoarseGroupWindows)...)
 
-// sloRecordings record the error ratio over each burn window longer than 5m.
-var sloRecordings = func() []*Recording {
+// sloRecordings record the error ratio over every other burn window longer than 5m.
+var sloRecordings = sloRatioRecordings(slices.DeleteFunc(append(slices.Clone(sloFineWindows), sloCoarseWindows...),
+	func(w string) bool { return slices.Contains(sloCoarseGroupWindows, w) }))
+
+// sloRatioRecordings record the error ratio over each of windows.
+func sloRatioRecordings(windows []string) []*Recording {
 	var out []*Recording
-	for _, w := range append(slices.Clone(sloFineWindows), sloCoarseWindows...) {
+	for _, w := range windows {
 		errs, all := recReconcileErrors, recReconciles
 		if sloSource(w) == sloCoarse {
 			errs, all = recReconcileErrorsCoarse, recReconcilesCoarse
@@ -116,7 +141,7 @@ var sloRecordings = func() []*Recording {
 		})
 	}
 	return out
-}()
+}
 
 // windowRatioCases check an error ratio over a window: the share of errors while they last, and
 // errors older than the window forgotten.

@@ -26,6 +26,13 @@ type ruleGroup struct {
 	Alerts     []*Alert
 }
 
+// slowAlertInterval is the evaluation interval of the groups whose alerts watch conditions that
+// change over tens of minutes (a target's metric families, leadership changes over an hour): at
+// 500 controllers their queries read every replica's series, and a 1m cadence would only repeat
+// that work for an answer that cannot change faster than their `for`. An alert of such a group
+// fires up to slowAlertInterval after its `for` has passed.
+const slowAlertInterval = 5 * time.Minute
+
 // ruleGroups lists every rule group in output order: recording groups before the alert groups
 // that read them. It is the one list of loopwatch's rules.
 func ruleGroups() []ruleGroup {
@@ -33,6 +40,7 @@ func ruleGroups() []ruleGroup {
 	slo := func(g Groups) bool { return g.SLO }
 	audit := func(g Groups) bool { return g.Audit }
 	apf := func(g Groups) bool { return g.APF }
+	leaderElection := func(g Groups) bool { return g.LeaderElection }
 	return []ruleGroup{
 		{Name: groupControllerRules, On: controller, Recordings: []*Recording{
 			recQueueDepth, recQueueAdds, recQueueCompletions, recPodReconciles, recReconcileByResult, recReconciles, recReconcileErrors,
@@ -44,11 +52,11 @@ func ruleGroups() []ruleGroup {
 		{Name: groupAPFRules, On: apf, Recordings: []*Recording{recAPFDispatched, recAPFRejected, recAPFWaitBuckets}},
 		{Name: groupControllerAlerts, On: controller, Alerts: []*Alert{
 			QueueBacklog, QueueWaitHigh, ReconcileSlow, ProcessorStuck, ReconcileErrors, ReconcilePanics, PatchRateHigh, HotLoop,
-			APICallsPerReconcileHigh, FinalizerStuck, WorkqueueMetricsMissing, ControllerMetricsMissing,
+			APICallsPerReconcileHigh, FinalizerStuck,
 		}},
-		{Name: groupLeaderAlerts, On: func(g Groups) bool { return g.LeaderElection }, Alerts: []*Alert{
-			LeaderMissing, LeaderMultiple, LeaderFlapping,
-		}},
+		{Name: groupSetupAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{WorkqueueMetricsMissing, ControllerMetricsMissing}},
+		{Name: groupLeaderAlerts, On: leaderElection, Alerts: []*Alert{LeaderMissing, LeaderMultiple}},
+		{Name: groupLeaderTrend, Interval: slowAlertInterval, On: leaderElection, Alerts: []*Alert{LeaderFlapping}},
 		{Name: groupSLOAlerts, On: slo, Alerts: []*Alert{ErrorBudgetBurnFast, ErrorBudgetBurnSlow}},
 		{Name: groupAuditAlerts, On: audit, Alerts: []*Alert{
 			WriteFight, HotObject, ReplicaRace, ConflictStorm, RelistStorm,

@@ -116,6 +116,12 @@
               summary: "Objects wait too long on a controller's finalizer.",
             },
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.setup.alerts",
+        interval: "5m",
+        rules: [
           {
             alert: "LoopwatchWorkqueueMetricsMissing",
             expr: "count by (%(clusterLabel)s, namespace, job, pod, controller) (controller_runtime_reconcile_total{%(controllerSelector)s})\nunless on (%(clusterLabel)s, namespace, job, pod, controller)\ncount by (%(clusterLabel)s, namespace, job, pod, controller) (workqueue_adds_total{%(controllerSelector)s})" % $._config,
@@ -166,6 +172,12 @@
               summary: "A controller has more than one leader.",
             },
           },
+        ],
+      },
+      {
+        name: "loopwatch.leader-election.trend.alerts",
+        interval: "5m",
+        rules: [
           {
             alert: "LoopwatchLeaderFlapping",
             expr: "sum by (%(clusterLabel)s, namespace, job, name) (changes(leader_election_master_status{%(controllerSelector)s}[1h])) > %(leaderFlappingThreshold)g" % $._config,
@@ -196,7 +208,7 @@
           },
           {
             alert: "LoopwatchErrorBudgetBurnSlow",
-            expr: "(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h > (3 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d > (3 * (1 - %(errorBudgetBurnObjective)g))\n)\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h > (1 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d > (1 * (1 - %(errorBudgetBurnObjective)g))\n)" % $._config,
+            expr: "(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h > (3 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d[1h]) > (3 * (1 - %(errorBudgetBurnObjective)g))\n)\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h > (1 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d[1h]) > (1 * (1 - %(errorBudgetBurnObjective)g))\n)" % $._config,
             [if "%(errorBudgetBurnTicketFor)s" % $._config != '0s' then 'for']: "%(errorBudgetBurnTicketFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {

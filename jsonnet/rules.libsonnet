@@ -68,6 +68,14 @@
             record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate30m",
             expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[30m])",
           },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d",
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[1d])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[1d])",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d",
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[3d])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[3d])",
+          },
         ],
       },
       {
@@ -89,14 +97,6 @@
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h",
             expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[6h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[6h])",
-          },
-          {
-            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d",
-            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[1d])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[1d])",
-          },
-          {
-            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d",
-            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[3d])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[3d])",
           },
         ],
       },

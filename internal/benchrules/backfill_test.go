@@ -211,7 +211,8 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The SLO ratios read the 5m rates (computed from the per-pod ones) over up to 2h, and the
-	// coarse 30m averages over up to 3d: all of them need history, inputs first.
+	// coarse 30m averages over up to 3d; the slow-burn alert reads the 1d and 3d ratios the
+	// coarse group records over the last hour: all of them need history, inputs first.
 	var got []string
 	for _, r := range rules {
 		got = append(got, r.record+"@"+r.interval.String())
@@ -223,6 +224,8 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d@30m0s",
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("recordings read over a range, in backfill order:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

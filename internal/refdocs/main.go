@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/loopwatch/loopwatch/gen"
+	"github.com/prometheus/common/model"
 )
 
 const (
@@ -199,6 +200,9 @@ alerts:
 		if g := a.Group(); g != group {
 			group = g
 			fmt.Fprintf(&b, "\n### Group `%s`\n", g)
+			if iv := a.GroupInterval(); iv > 0 {
+				fmt.Fprintf(&b, "\nEvaluated every %s whatever `ruleInterval` says: an alert of this group fires up to %s after its `for` has passed.\n", model.Duration(iv), model.Duration(iv))
+			}
 		}
 		def := gen.Default().Alerts[a.Key]
 		fmt.Fprintf(&b, "\n#### `%s`: %s\n\n%s Dashboard panel: %s / %s. Runbook: [%s](runbooks/%s.md).\n\n",
