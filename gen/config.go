@@ -26,7 +26,7 @@ type Config struct {
 	Selectors Selectors `json:"selectors"`
 	// RunbookBaseURL is prefixed to "<AlertName>.md" in every alert's runbook_url annotation.
 	RunbookBaseURL string `json:"runbookBaseURL"`
-	// RuleInterval is the evaluation interval of every rule group but loopwatch.slo.coarse.rules (every 30m: the 30-minute averages the 6h, 1d and 3d error ratios sum, and the 1d and 3d ratios), loopwatch.controller.setup.alerts and loopwatch.leader-election.trend.alerts (every 5m: conditions that change over tens of minutes).
+	// RuleInterval is the evaluation interval of every rule group without one of its own: the coarse SLO group (every 30m: the 30-minute averages the long error ratios sum) and the alert groups whose interval the Alerts section below names keep theirs.
 	RuleInterval Duration `json:"ruleInterval"`
 	// Groups chooses which rule groups (and their dashboards) are emitted.
 	Groups Groups `json:"groups"`

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/prometheus/common/model"
 )
 
 // The SLO rules record each controller's reconcile error ratio over the burn-rate windows
@@ -53,7 +55,7 @@ var (
 
 // sloRatioLookback is how far back an alert looks for the last ratio the coarse group recorded:
 // two coarse intervals, so that one missed or late coarse evaluation does not silence it.
-const sloRatioLookback = "1h"
+var sloRatioLookback = model.Duration(2 * sloCoarseInterval).String()
 
 // sloRatioRef is how an alert reads the error ratio over window: the recorded series, or for a
 // ratio the coarse group records, its last value.
