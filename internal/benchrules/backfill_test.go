@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -250,6 +251,16 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 
 // writeChainRules writes a rule file shaped like long windows built from low-resolution
 // recorded series: a slow group records from a fast one, an alert reads the slow one over 3d.
+// jobOf returns the job label of a series key as readBlocks writes it.
+func jobOf(t *testing.T, key string) string {
+	t.Helper()
+	m := regexp.MustCompile(`job="([^"]*)"`).FindStringSubmatch(key)
+	if m == nil {
+		t.Fatalf("%s has no job label", key)
+	}
+	return m[1]
+}
+
 func writeChainRules(t *testing.T) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "chain.yaml")
@@ -287,14 +298,20 @@ func TestBackfillComputesChainedRecordings(t *testing.T) {
 		t.Fatal(err)
 	}
 	series, _ := readBlocks(t, dir)
-	fast, slow := 0, 0
+	fastByJob := map[string][]sample{}
+	for key, s := range series {
+		if strings.Contains(key, "job:errors:rate5m") {
+			sortSamples(s)
+			fastByJob[jobOf(t, key)] = s
+		}
+	}
+	fast, slow, nonZero := len(fastByJob), 0, 0
 	for key, s := range series {
 		sortSamples(s)
 		switch {
 		case strings.Contains(key, "job:unused:rate5m"):
 			t.Errorf("%s was backfilled though no rule reads it over a range", key)
 		case strings.Contains(key, "job:errors:rate5m"):
-			fast++
 			if len(s) < 4*60 {
 				t.Errorf("%s has %d samples, want one a minute", key, len(s))
 			}
@@ -311,10 +328,33 @@ func TestBackfillComputesChainedRecordings(t *testing.T) {
 					t.Errorf("%s: samples %d apart", key, s[i].t-s[i-1].t)
 				}
 			}
-			if s[len(s)-1].f <= 0 {
-				t.Errorf("%s ends at %v, want the average error rate, above 0", key, s[len(s)-1].f)
+			// Every sample is avg_over_time of the fast series over (t-30m, t], as the engine
+			// computes it from the backfilled fast samples.
+			for _, x := range s {
+				want, n := 0.0, 0
+				for _, y := range fastByJob[jobOf(t, key)] {
+					if y.t > x.t-(30*time.Minute).Milliseconds() && y.t <= x.t {
+						want += y.f
+						n++
+					}
+				}
+				if n == 0 {
+					t.Errorf("%s at %d: no fast sample in its window", key, x.t)
+					continue
+				}
+				if want /= float64(n); math.Abs(x.f-want) > 1e-9*math.Max(1, math.Abs(want)) {
+					t.Errorf("%s at %d = %v, want the average of the 5m rate over 30m, %v", key, x.t, x.f, want)
+				}
+				if x.f > 0 {
+					nonZero++
+				}
 			}
 		}
+	}
+	// The comparison above means something only if some errors were recorded: over 5 hours the
+	// fleet's controllers fail a few reconciles.
+	if nonZero == 0 {
+		t.Error("every 30m average is 0: the check compared nothing but zeros")
 	}
 	// One series per job: 2 controllers, and the exporter and API servers have no reconciles.
 	if fast != 2 || slow != 2 {
