@@ -12,20 +12,33 @@ const alertPrefix = "Loopwatch"
 // alertName returns the full name of an alert, e.g. alertName("QueueBacklog").
 func alertName(short string) string { return alertPrefix + short }
 
-// Rule-group names. Recording groups come before the alert groups that read them.
+// Rule-group names. Recording groups come before the alert groups that read them. The
+// controller's rules are split by the raw metric family they read (kubernetes-mixin does the same
+// for its k8s.rules): Prometheus evaluates groups side by side but the rules of one group one
+// after another, and a Thanos or Mimir ruler shards by group, so a small group keeps each
+// evaluation short and lets the work spread over cores and ruler replicas.
 const (
-	groupControllerRules  = "loopwatch.controller.rules"
-	groupControllerAlerts = "loopwatch.controller.alerts"
-	groupSetupAlerts      = "loopwatch.controller.setup.alerts"
-	groupLeaderAlerts     = "loopwatch.leader-election.alerts"
-	groupLeaderTrend      = "loopwatch.leader-election.trend.alerts"
-	groupSLORules         = "loopwatch.slo.rules"
-	groupSLOCoarseRules   = "loopwatch.slo.coarse.rules"
-	groupSLOAlerts        = "loopwatch.slo.alerts"
-	groupAuditRules       = "loopwatch.audit.rules"
-	groupAuditAlerts      = "loopwatch.audit.alerts"
-	groupAPFRules         = "loopwatch.apf.rules"
-	groupAPFAlerts        = "loopwatch.apf.alerts"
+	groupWorkqueueRules  = "loopwatch.controller.workqueue.rules"
+	groupReconcileRules  = "loopwatch.controller.reconcile.rules"
+	groupLatencyRules    = "loopwatch.controller.latency.rules"
+	groupClientRules     = "loopwatch.controller.client.rules"
+	groupQueueAlerts     = "loopwatch.controller.queue.alerts"
+	groupQueueWaitAlerts = "loopwatch.controller.queue-wait.alerts"
+	groupLatencyAlerts   = "loopwatch.controller.latency.alerts"
+	groupReconcileAlerts = "loopwatch.controller.reconcile.alerts"
+	groupAPIAlerts       = "loopwatch.controller.api.alerts"
+	groupSetupAlerts     = "loopwatch.controller.setup.alerts"
+	groupLeaderAlerts    = "loopwatch.leader-election.alerts"
+	groupLeaderMultiple  = "loopwatch.leader-election.multiple.alerts"
+	groupLeaderTrend     = "loopwatch.leader-election.trend.alerts"
+	groupSLORules        = "loopwatch.slo.rules"
+	groupSLOLongRules    = "loopwatch.slo.long.rules"
+	groupSLOCoarseRules  = "loopwatch.slo.coarse.rules"
+	groupSLOAlerts       = "loopwatch.slo.alerts"
+	groupAuditRules      = "loopwatch.audit.rules"
+	groupAuditAlerts     = "loopwatch.audit.alerts"
+	groupAPFRules        = "loopwatch.apf.rules"
+	groupAPFAlerts       = "loopwatch.apf.alerts"
 )
 
 // level is an aggregation level: the labels an aggregated series keeps. Its name is the first

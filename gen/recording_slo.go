@@ -49,6 +49,11 @@ const sloCoarseWindow = "30m"
 var (
 	sloFineWindows   = []string{"30m", "1h", "2h"}
 	sloCoarseWindows = []string{"6h", "1d", "3d"}
+	// The windows whose ratio each SLO group records, every window once. The ratios recorded
+	// every evaluation interval are split over two groups, so that neither group reads every
+	// range one after another: the short windows of the fast burn, and the longer ones.
+	sloShortGroupWindows = []string{"30m", "1h"}
+	sloLongGroupWindows  = []string{"2h", "6h"}
 	// sloCoarseGroupWindows are the coarse windows whose ratio the coarse group records.
 	sloCoarseGroupWindows = []string{"1d", "3d"}
 )
@@ -118,10 +123,6 @@ func coarseAverage(of *Recording, metric string, want float64) *Recording {
 // sloCoarseRecordings are the coarse group's rules: the averages, then the ratios over the
 // windows in sloCoarseGroupWindows.
 var sloCoarseRecordings = append([]*Recording{recReconcileErrorsCoarse, recReconcilesCoarse}, sloRatioRecordings(sloCoarseGroupWindows)...)
-
-// sloRecordings record the error ratio over every other burn window longer than 5m.
-var sloRecordings = sloRatioRecordings(slices.DeleteFunc(append(slices.Clone(sloFineWindows), sloCoarseWindows...),
-	func(w string) bool { return slices.Contains(sloCoarseGroupWindows, w) }))
 
 // sloRatioRecordings record the error ratio over each of windows.
 func sloRatioRecordings(windows []string) []*Recording {

@@ -42,20 +42,25 @@ func ruleGroups() []ruleGroup {
 	apf := func(g Groups) bool { return g.APF }
 	leaderElection := func(g Groups) bool { return g.LeaderElection }
 	return []ruleGroup{
-		{Name: groupControllerRules, On: controller, Recordings: []*Recording{
-			recQueueDepth, recQueueAdds, recQueueCompletions, recPodReconciles, recReconcileByResult, recReconciles, recReconcileErrors,
-			recReconcileMean, recErrorRatio5m, recClientRequests, recAPIRequests, recControllerWrites,
+		{Name: groupWorkqueueRules, On: controller, Recordings: []*Recording{recQueueDepth, recQueueAdds, recQueueCompletions}},
+		{Name: groupReconcileRules, On: controller, Recordings: []*Recording{
+			recPodReconciles, recReconcileByResult, recReconciles, recReconcileErrors, recErrorRatio5m,
 		}},
+		{Name: groupLatencyRules, On: controller, Recordings: []*Recording{recReconcileMean}},
+		{Name: groupClientRules, On: controller, Recordings: []*Recording{recClientRequests, recAPIRequests, recControllerWrites}},
 		{Name: groupSLOCoarseRules, Interval: sloCoarseInterval, On: slo, Recordings: sloCoarseRecordings},
-		{Name: groupSLORules, On: slo, Recordings: sloRecordings},
+		{Name: groupSLORules, On: slo, Recordings: sloRatioRecordings(sloShortGroupWindows)},
+		{Name: groupSLOLongRules, On: slo, Recordings: sloRatioRecordings(sloLongGroupWindows)},
 		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads, recAuditInitialLists}},
 		{Name: groupAPFRules, On: apf, Recordings: []*Recording{recAPFDispatched, recAPFRejected, recAPFWaitBuckets}},
-		{Name: groupControllerAlerts, On: controller, Alerts: []*Alert{
-			QueueBacklog, QueueWaitHigh, ReconcileSlow, ProcessorStuck, ReconcileErrors, ReconcilePanics, PatchRateHigh, HotLoop,
-			APICallsPerReconcileHigh, FinalizerStuck,
-		}},
+		{Name: groupQueueAlerts, On: controller, Alerts: []*Alert{QueueBacklog, ProcessorStuck}},
+		{Name: groupQueueWaitAlerts, On: controller, Alerts: []*Alert{QueueWaitHigh}},
+		{Name: groupLatencyAlerts, On: controller, Alerts: []*Alert{ReconcileSlow}},
+		{Name: groupReconcileAlerts, On: controller, Alerts: []*Alert{ReconcileErrors, ReconcilePanics, FinalizerStuck}},
+		{Name: groupAPIAlerts, On: controller, Alerts: []*Alert{PatchRateHigh, HotLoop, APICallsPerReconcileHigh}},
 		{Name: groupSetupAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{WorkqueueMetricsMissing, ControllerMetricsMissing}},
-		{Name: groupLeaderAlerts, On: leaderElection, Alerts: []*Alert{LeaderMissing, LeaderMultiple}},
+		{Name: groupLeaderAlerts, On: leaderElection, Alerts: []*Alert{LeaderMissing}},
+		{Name: groupLeaderMultiple, On: leaderElection, Alerts: []*Alert{LeaderMultiple}},
 		{Name: groupLeaderTrend, Interval: slowAlertInterval, On: leaderElection, Alerts: []*Alert{LeaderFlapping}},
 		{Name: groupSLOAlerts, On: slo, Alerts: []*Alert{ErrorBudgetBurnFast, ErrorBudgetBurnSlow}},
 		{Name: groupAuditAlerts, On: audit, Alerts: []*Alert{

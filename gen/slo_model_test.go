@@ -2,6 +2,7 @@ package gen
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -50,5 +51,18 @@ func TestSLOTraceCoarseWindowsLagTheFineOnes(t *testing.T) {
 	fine, coarse := tr.ratio("2h", at), tr.ratio("6h", at)
 	if !(fine > 0 && coarse > 0 && coarse < fine) {
 		t.Errorf("20 minutes into an outage: 2h ratio %v, 6h ratio %v; want both above 0, the 6h one lower", fine, coarse)
+	}
+}
+
+// Every burn window's ratio is recorded by exactly one SLO group, and the recording groups list
+// them in the order of sloFineWindows and sloCoarseWindows.
+func TestSLOGroupsRecordEveryWindowOnce(t *testing.T) {
+	var got []string
+	for _, windows := range [][]string{sloShortGroupWindows, sloLongGroupWindows, sloCoarseGroupWindows} {
+		got = append(got, windows...)
+	}
+	want := append(slices.Clone(sloFineWindows), sloCoarseWindows...)
+	if !slices.Equal(got, want) {
+		t.Errorf("the SLO groups record the ratios over %v, want each of %v once", got, want)
 	}
 }

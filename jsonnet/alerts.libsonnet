@@ -3,7 +3,7 @@
   prometheusAlerts+:: {
     groups+: [
       {
-        name: "loopwatch.controller.alerts",
+        name: "loopwatch.controller.queue.alerts",
         interval: "%(ruleInterval)s" % $._config,
         rules: [
           {
@@ -18,6 +18,23 @@
             },
           },
           {
+            alert: "LoopwatchProcessorStuck",
+            expr: "max by (%(clusterLabel)s, namespace, job, controller) (workqueue_longest_running_processor_seconds{%(controllerSelector)s, controller!=\"\"}) > %(processorStuckThreshold)g" % $._config,
+            [if "%(processorStuckFor)s" % $._config != '0s' then 'for']: "%(processorStuckFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "A worker of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has been processing one item for {{ $value | humanizeDuration }}. Look for a call without a timeout.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchProcessorStuck.md" % $._config,
+              summary: "A controller's reconcile has been running for too long.",
+            },
+          },
+        ],
+      },
+      {
+        name: "loopwatch.controller.queue-wait.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
             alert: "LoopwatchQueueWaitHigh",
             expr: "(1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_bucket{%(controllerSelector)s, controller!=\"\", le=~\"%(queueWaitBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))\n)) > %(queueWaitShare)g\nand on (%(clusterLabel)s, namespace, job, controller)\nsum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\", priority!=\"-100\"}) > 0" % $._config,
             [if "%(queueWaitFor)s" % $._config != '0s' then 'for']: "%(queueWaitFor)s" % $._config,
@@ -28,6 +45,12 @@
               summary: "Items wait too long in a controller's work queue.",
             },
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.latency.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             alert: "LoopwatchReconcileSlow",
             expr: "(1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_bucket{%(controllerSelector)s, le=~\"%(reconcileLatencyBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s}[5m]))\n)) > %(reconcileLatencyShare)g" % $._config,
@@ -39,17 +62,12 @@
               summary: "A controller's reconciles are slow.",
             },
           },
-          {
-            alert: "LoopwatchProcessorStuck",
-            expr: "max by (%(clusterLabel)s, namespace, job, controller) (workqueue_longest_running_processor_seconds{%(controllerSelector)s, controller!=\"\"}) > %(processorStuckThreshold)g" % $._config,
-            [if "%(processorStuckFor)s" % $._config != '0s' then 'for']: "%(processorStuckFor)s" % $._config,
-            labels: { severity: "warning" },
-            annotations: {
-              description: "A worker of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has been processing one item for {{ $value | humanizeDuration }}. Look for a call without a timeout.",
-              runbook_url: "%(runbookBaseURL)sLoopwatchProcessorStuck.md" % $._config,
-              summary: "A controller's reconcile has been running for too long.",
-            },
-          },
+        ],
+      },
+      {
+        name: "loopwatch.controller.reconcile.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             alert: "LoopwatchReconcileErrors",
             expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m > %(reconcileErrorsThreshold)g" % $._config,
@@ -72,6 +90,23 @@
               summary: "A controller's reconciles panic.",
             },
           },
+          {
+            alert: "LoopwatchFinalizerStuck",
+            expr: "max by (%(clusterLabel)s, namespace, job, controller, finalizer) (loopwatch_controller_finalizer_oldest_pending_seconds{%(controllerSelector)s}) > %(finalizerStuckThreshold)g" % $._config,
+            [if "%(finalizerStuckFor)s" % $._config != '0s' then 'for']: "%(finalizerStuckFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "The oldest object being deleted that still carries finalizer {{ $labels.finalizer }} of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has waited {{ $value | humanizeDuration }}. The clean-up the finalizer guards is failing or has no timeout.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchFinalizerStuck.md" % $._config,
+              summary: "Objects wait too long on a controller's finalizer.",
+            },
+          },
+        ],
+      },
+      {
+        name: "loopwatch.controller.api.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             alert: "LoopwatchPatchRateHigh",
             expr: "cluster_namespace_job_pod_method:rest_client_requests:rate5m{method=\"PATCH\"} > %(patchRateThreshold)g" % $._config,
@@ -105,17 +140,6 @@
               summary: "A controller makes many API calls per reconcile.",
             },
           },
-          {
-            alert: "LoopwatchFinalizerStuck",
-            expr: "max by (%(clusterLabel)s, namespace, job, controller, finalizer) (loopwatch_controller_finalizer_oldest_pending_seconds{%(controllerSelector)s}) > %(finalizerStuckThreshold)g" % $._config,
-            [if "%(finalizerStuckFor)s" % $._config != '0s' then 'for']: "%(finalizerStuckFor)s" % $._config,
-            labels: { severity: "warning" },
-            annotations: {
-              description: "The oldest object being deleted that still carries finalizer {{ $labels.finalizer }} of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has waited {{ $value | humanizeDuration }}. The clean-up the finalizer guards is failing or has no timeout.",
-              runbook_url: "%(runbookBaseURL)sLoopwatchFinalizerStuck.md" % $._config,
-              summary: "Objects wait too long on a controller's finalizer.",
-            },
-          },
         ],
       },
       {
@@ -124,22 +148,22 @@
         rules: [
           {
             alert: "LoopwatchWorkqueueMetricsMissing",
-            expr: "count by (%(clusterLabel)s, namespace, job, pod, controller) (controller_runtime_reconcile_total{%(controllerSelector)s})\nunless on (%(clusterLabel)s, namespace, job, pod, controller)\ncount by (%(clusterLabel)s, namespace, job, pod, controller) (workqueue_adds_total{%(controllerSelector)s})" % $._config,
+            expr: "count by (%(clusterLabel)s, namespace, job, pod, controller) (controller_runtime_max_concurrent_reconciles{%(controllerSelector)s})\nunless on (%(clusterLabel)s, namespace, job, pod, controller)\ncount by (%(clusterLabel)s, namespace, job, pod, controller) (workqueue_adds_total{%(controllerSelector)s})" % $._config,
             [if "%(workqueueMetricsMissingFor)s" % $._config != '0s' then 'for']: "%(workqueueMetricsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) exports reconcile metrics for controller {{ $labels.controller }} but no workqueue_* series: another workqueue metrics provider was registered before controller-runtime's. Queue depth and wait alerts cannot fire for it.",
+              description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) exports controller-runtime metrics for controller {{ $labels.controller }} but no workqueue_* series: another workqueue metrics provider was registered before controller-runtime's. Queue depth and wait alerts cannot fire for it.",
               runbook_url: "%(runbookBaseURL)sLoopwatchWorkqueueMetricsMissing.md" % $._config,
               summary: "A controller exports no workqueue metrics.",
             },
           },
           {
             alert: "LoopwatchControllerMetricsMissing",
-            expr: "up{%(controllerTargetsSelector)s} == 1\nunless on (%(clusterLabel)s, job, instance)\ncount by (%(clusterLabel)s, job, instance) (controller_runtime_reconcile_total{%(controllerTargetsSelector)s})\nunless on (%(clusterLabel)s, job, instance)\nmax by (%(clusterLabel)s, job, instance) (leader_election_master_status{%(controllerTargetsSelector)s}) == 0" % $._config,
+            expr: "up{%(controllerTargetsSelector)s} == 1\nunless on (%(clusterLabel)s, job, instance)\ncount by (%(clusterLabel)s, job, instance) (controller_runtime_max_concurrent_reconciles{%(controllerTargetsSelector)s})\nunless on (%(clusterLabel)s, job, instance)\nmax by (%(clusterLabel)s, job, instance) (leader_election_master_status{%(controllerTargetsSelector)s}) == 0" % $._config,
             [if "%(controllerMetricsMissingFor)s" % $._config != '0s' then 'for']: "%(controllerMetricsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller_runtime_reconcile_total: its controllers did not start, or their metrics go to another registry.",
+              description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller-runtime controller metrics: its controllers did not start, or their metrics go to another registry.",
               runbook_url: "%(runbookBaseURL)sLoopwatchControllerMetricsMissing.md" % $._config,
               summary: "A controller target exports no controller-runtime metrics.",
             },
@@ -161,6 +185,12 @@
               summary: "A controller has no leader.",
             },
           },
+        ],
+      },
+      {
+        name: "loopwatch.leader-election.multiple.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             alert: "LoopwatchLeaderMultiple",
             expr: "sum by (%(clusterLabel)s, namespace, job, name) (min_over_time(leader_election_master_status{%(controllerSelector)s}[%(leaderMultipleOverlap)gs])\nand\nleader_election_master_status{%(controllerSelector)s}\nand\nleader_election_master_status{%(controllerSelector)s} offset %(leaderMultipleOverlap)gs) > 1" % $._config,

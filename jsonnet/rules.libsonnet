@@ -3,7 +3,7 @@
   prometheusRules+:: {
     groups+: [
       {
-        name: "loopwatch.controller.rules",
+        name: "loopwatch.controller.workqueue.rules",
         interval: "%(ruleInterval)s" % $._config,
         rules: [
           {
@@ -18,6 +18,12 @@
             record: "cluster_namespace_job_controller:workqueue_work_duration_seconds_count:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_work_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))" % $._config,
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.reconcile.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             record: "cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, pod, controller, result) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m]))" % $._config,
@@ -35,13 +41,25 @@
             expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m{result=\"error\"})" % $._config,
           },
           {
-            record: "cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_sum{%(controllerSelector)s}[5m]))\n/\n(sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s}[5m])) > 0)" % $._config,
-          },
-          {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m",
             expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m\n/\ncluster_namespace_job_controller:controller_runtime_reconcile:rate5m",
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.latency.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_time_seconds:mean5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_sum{%(controllerSelector)s}[5m]))\n/\n(sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s}[5m])) > 0)" % $._config,
+          },
+        ],
+      },
+      {
+        name: "loopwatch.controller.client.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             record: "cluster_namespace_job_pod_method:rest_client_requests:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, pod, method) (rate(rest_client_requests_total{%(controllerSelector)s}[5m]))" % $._config,
@@ -90,6 +108,12 @@
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1h",
             expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[1h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[1h])",
           },
+        ],
+      },
+      {
+        name: "loopwatch.slo.long.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h",
             expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[2h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[2h])",
