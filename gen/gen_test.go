@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
 )
 
 var update = flag.Bool("update", false, "rewrite the committed generated files (rules/, dashboards/, jsonnet/)")
@@ -258,5 +259,58 @@ func TestPrometheusRuleManifestHoldsTheSameGroups(t *testing.T) {
 	indented := strings.ReplaceAll(strings.TrimSuffix(rules, "\n"), "\n", "\n  ")
 	if !strings.Contains(pr, "spec:\n  "+indented) {
 		t.Error("spec.groups differs from the rule file's groups")
+	}
+}
+
+// A recording rule reads only recordings that an earlier group, or an earlier rule of its own
+// group, writes: promtool evaluates the groups in file order at one timestamp, and a rule of the
+// same group sees this evaluation's value only when it comes after the rule it reads.
+func TestRecordingsReadOnlyEarlierRecordings(t *testing.T) {
+	cfg, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, errs := rulefmt.Parse(files(t, m)[RulesFile], false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	defined := map[string]string{} // recorded name -> group
+	all := map[string]bool{}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				all[r.Record] = true
+			}
+		}
+	}
+	reads := 0
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			expr, err := promqlParser.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, vs := range parser.ExtractSelectors(expr) {
+				for _, mt := range vs {
+					if mt.Name != model.MetricNameLabel || !all[mt.Value] {
+						continue
+					}
+					reads++
+					if _, ok := defined[mt.Value]; !ok {
+						t.Errorf("group %s: %s%s reads %s, which no earlier rule records", g.Name, r.Record, r.Alert, mt.Value)
+					}
+				}
+			}
+			if r.Record != "" {
+				defined[r.Record] = g.Name
+			}
+		}
+	}
+	if reads == 0 {
+		t.Fatal("no rule reads a recording: the check compared nothing")
 	}
 }

@@ -2,8 +2,11 @@ package gen
 
 import "time"
 
-// The controller group's recording rules: per-controller (and, for client-go's metrics, per-pod)
-// rates and levels that the controller alerts and dashboards share.
+// The controller's recording rules: per-controller (and, for client-go's metrics, per-pod) rates
+// and levels that the controller alerts and dashboards share. ruleGroups puts them in one group
+// per raw metric family they read; a rule that sums another rule's output stays in that rule's
+// group, after it, so that it reads this evaluation's value. recControllerWrites reads the
+// reconcile group's rates from its last evaluation, at most one interval old.
 
 var recQueueDepth = &Recording{
 	Name: levelController.record("workqueue_depth", "sum"),

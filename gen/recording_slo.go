@@ -13,7 +13,7 @@ import (
 // Prometheus (or a Thanos or Mimir ruler) tens of millions of samples per evaluation for a few
 // hundred controllers, the 3-day window alone two thirds of it.
 //
-//   - 5m: the controller group's 5m error and reconcile rates (recReconcileErrors, recReconciles),
+//   - 5m: the controller's 5m error and reconcile rates (recReconcileErrors, recReconciles),
 //     recorded every evaluation interval.
 //   - 30m, 1h, 2h (fine windows): sum_over_time of those two 5m rates over the window, divided.
 //     At a 1m interval the 2h window reads 120 samples per controller and rate.
