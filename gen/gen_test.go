@@ -266,15 +266,7 @@ func TestPrometheusRuleManifestHoldsTheSameGroups(t *testing.T) {
 // group, writes: promtool evaluates the groups in file order at one timestamp, and a rule of the
 // same group sees this evaluation's value only when it comes after the rule it reads.
 func TestRecordingsReadOnlyEarlierRecordings(t *testing.T) {
-	cfg, err := Load("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	groups, errs := rulefmt.Parse(files(t, m)[RulesFile], false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
+	groups, errs := rulefmt.Parse(files(t, buildDefault(t))[RulesFile], false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
