@@ -262,16 +262,15 @@ func TestPrometheusRuleManifestHoldsTheSameGroups(t *testing.T) {
 	}
 }
 
-// A recording rule reads only recordings that an earlier group, or an earlier rule of its own
-// group, writes: promtool evaluates the groups in file order at one timestamp, and a rule of the
+// A rule reads only recordings that an earlier group, or an earlier rule of its own group,
+// writes: promtool evaluates the groups in file order at one timestamp, and a rule of the
 // same group sees this evaluation's value only when it comes after the rule it reads.
-func TestRecordingsReadOnlyEarlierRecordings(t *testing.T) {
+func TestRulesReadOnlyEarlierRecordings(t *testing.T) {
 	groups, errs := rulefmt.Parse(files(t, buildDefault(t))[RulesFile], false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	defined := map[string]string{} // recorded name -> group
-	all := map[string]bool{}
+	defined, all := map[string]bool{}, map[string]bool{}
 	for _, g := range groups.Groups {
 		for _, r := range g.Rules {
 			if r.Record != "" {
@@ -292,13 +291,13 @@ func TestRecordingsReadOnlyEarlierRecordings(t *testing.T) {
 						continue
 					}
 					reads++
-					if _, ok := defined[mt.Value]; !ok {
+					if !defined[mt.Value] {
 						t.Errorf("group %s: %s%s reads %s, which no earlier rule records", g.Name, r.Record, r.Alert, mt.Value)
 					}
 				}
 			}
 			if r.Record != "" {
-				defined[r.Record] = g.Name
+				defined[r.Record] = true
 			}
 		}
 	}
