@@ -35,7 +35,7 @@ type fakeController struct {
 	// when stuck.
 	longestRunning float64
 	stuck          bool
-	// workers busy out of maxWorkers.
+	// workers busy out of maxWorkers (0: controller-runtime's default of 1).
 	busy, maxWorkers float64
 	// calls are the instrumented API calls per reconcile by verb; nil means not instrumented.
 	calls map[string]float64
@@ -157,10 +157,9 @@ func (f fakeManager) metrics(t float64) *exposition {
 		}
 		e.sample(catalogue.ControllerRuntimeReconcileErrorsTotal, "", l, c.errors*t)
 		e.histogram(catalogue.ControllerRuntimeReconcileTimeSeconds, l, c.reconciles()*t, c.fast, c.slow, c.slowShare)
-		if c.maxWorkers > 0 {
-			e.sample(catalogue.ControllerRuntimeMaxConcurrentReconciles, "", l, c.maxWorkers)
-			e.sample(catalogue.ControllerRuntimeActiveWorkers, "", l, c.busy)
-		}
+		// controller-runtime sets both gauges when the controller starts, whatever else it exports.
+		e.sample(catalogue.ControllerRuntimeMaxConcurrentReconciles, "", l, max(c.maxWorkers, 1))
+		e.sample(catalogue.ControllerRuntimeActiveWorkers, "", l, c.busy)
 		for verb, perReconcile := range c.calls {
 			access := "read"
 			if verb != "get" && verb != "list" {
