@@ -18,6 +18,7 @@ type Report struct {
 	Duration       string        `json:"duration"`
 	ScrapeInterval string        `json:"scrapeInterval"`
 	History        string        `json:"history"`
+	Scraped        string        `json:"scraped"`
 	Replicas       int           `json:"replicas"`
 	Fleets         []FleetResult `json:"fleets"`
 }
@@ -92,8 +93,8 @@ type QueryResult struct {
 // a table per fleet size and interval, and the most expensive rules.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Rule file `%s` on %s, %d CPUs. Each controller runs %d replicas scraped every %s; %s of backfilled history. Started %s, took %s.\n\n",
-		r.RuleFile, r.Prometheus, r.CPUs, r.Replicas, r.ScrapeInterval, r.History, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration)
+	fmt.Fprintf(&b, "Rule file `%s` on %s, %d CPUs. Each controller runs %d replicas scraped every %s; %s of backfilled history, and Prometheus scraped for %s before the first measurement. Started %s, took %s.\n\n",
+		r.RuleFile, r.Prometheus, r.CPUs, r.Replicas, r.ScrapeInterval, r.History, r.Scraped, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration)
 	r.summary(&b)
 	for _, f := range r.Fleets {
 		for _, ph := range f.Phases {
