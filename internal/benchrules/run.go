@@ -33,14 +33,14 @@ type Options struct {
 	Intervals []string
 	// History is how far back the backfill goes; it must cover the longest range a rule reads.
 	History time.Duration
-	// Scraped is how long Prometheus scrapes the fleet before the first measurement. The
+	// Scraped is how long Prometheus scrapes the fleet before the first measurement (at least
+	// two scrapes: the first creates the head series, the costliest scrape by far). The
 	// backfilled history is in persisted blocks, and a range that reaches into a block costs
-	// more than one the head holds (at 500 × 3 the controller groups took up to twice as long
-	// in the first 5 minutes). A Prometheus that has been running holds its last
-	// hour or more in its head, so its 5-minute rates never read a block; on one started on
-	// backfilled blocks they do for its first 5 minutes. The default (6m) lets the 5-minute
-	// windows read the head only; longer windows (the 30m and 1h SLO ratios) still reach into
-	// the blocks, so they are measured at a cost above production's.
+	// more than one the head holds: at 500 × 3 the controller groups took up to twice as long
+	// while their 5-minute windows did. A Prometheus that has been running holds its last hour
+	// or more in its head, so its 5-minute rates never read a block. The default (6m) lets the
+	// 5-minute windows read the head only; longer ones (the 30m and 1h SLO ratios) still reach
+	// into the blocks, so they are measured at a cost above production's.
 	Scraped time.Duration
 	// Evals is how many evaluations of every group at the base interval a phase measures,
 	// after Warmup evaluations (of the first phase only: later phases run on warm caches).
@@ -103,6 +103,9 @@ func (o Options) validate() error {
 	return errors.Join(errs...)
 }
 
+// scraped is how long Prometheus scrapes before the first measurement (see Options.Scraped).
+func (o Options) scraped() time.Duration { return max(2*o.ScrapeInterval, o.Scraped) }
+
 // Run measures the rule file on each fleet size and returns the report.
 func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := o.validate(); err != nil {
@@ -122,7 +125,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := &Report{
 		RuleFile: o.RuleFile, Started: time.Now().UTC(), CPUs: runtime.NumCPU(),
 		Prometheus: prometheusVersion(bin), ScrapeInterval: o.ScrapeInterval.String(),
-		History: o.History.String(), Scraped: o.Scraped.String(), Replicas: o.Replicas,
+		History: o.History.String(), Scraped: o.scraped().String(), Replicas: o.Replicas,
 	}
 	for _, n := range o.Controllers {
 		fr, err := runFleet(ctx, o, rf, n)
@@ -232,14 +235,11 @@ func runFleet(ctx context.Context, o Options, rf *ruleFile, n int) (_ *FleetResu
 	if err := checkSeam(ctx, api, fleet); err != nil {
 		return fr, err
 	}
-	// The first scrape of every target creates the head series, the costliest scrape by far:
-	// let two more pass before measuring, and the head fill up to o.Scraped (see Options).
-	wait := max(2*o.ScrapeInterval, o.Scraped)
-	o.Logf("%d controllers: scraping for %s before measuring", n, wait)
+	o.Logf("%d controllers: scraping for %s before measuring", n, o.scraped())
 	select {
 	case <-ctx.Done():
 		return fr, ctx.Err()
-	case <-time.After(wait):
+	case <-time.After(o.scraped()):
 	}
 
 	prev := first
