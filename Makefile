@@ -102,7 +102,7 @@ BENCH_EVALS ?= 10
 BENCH_ARGS ?=
 
 .PHONY: bench-rules
-bench-rules: tools ## Rule evaluation cost on a real Prometheus for 50 and 500 synthetic controllers × 3 replicas with 72h of history (~30 min; not part of test). Report in tmp/bench-rules.{md,json}.
+bench-rules: tools ## Rule evaluation cost on a real Prometheus for 50 and 500 synthetic controllers × 3 replicas with 72h of history (~45 min; not part of test). Report in tmp/bench-rules.{md,json}.
 	$(GO) build -o $(BIN)/loopwatch-bench-rules ./cmd/loopwatch-bench-rules
 	@mkdir -p tmp
 	$(BIN)/loopwatch-bench-rules -rules $(BENCH_RULES) -controllers $(BENCH_CONTROLLERS) -intervals $(BENCH_INTERVALS) \

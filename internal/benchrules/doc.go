@@ -19,7 +19,8 @@
 //  3. serves the fleet's /metrics (one path per target, computed at scrape time from the same
 //     curves, so the scrapes continue the history without a seam: checked after start) and
 //     starts bin/prometheus on the history with the rule file, one scrape job per Service as
-//     ServiceMonitors give;
+//     ServiceMonitors give, and lets it scrape for a while (Options.Scraped) so that the short
+//     windows read its head, as on a Prometheus that has been running;
 //  4. measures each interval in turn on that Prometheus (the file's own, and 15s by default: a
 //     copy of the rule file with the shortest group interval replaced, loaded by a reload): every
 //     group's and rule's evaluation time from /api/v1/rules after each evaluation (the value of
