@@ -18,11 +18,10 @@ var QueueWaitHigh = &Alert{
 	},
 	Level: levelController,
 	Expr: func(e *exprEnv) string {
-		s := e.Selector("controller")
 		return lines(
-			paren(shareAbove(levelController, "workqueue_queue_duration_seconds", s+", "+hasController, e.P("bucket"), "5m"))+" > "+e.P("share"),
-			"and on ("+levelController.by()+")",
-			sumBy(levelController, sel("workqueue_depth", s, hasController, `priority!="-100"`))+" > 0")
+			recQueueWaitLong.Name+" > "+e.P("share"),
+			"and",
+			recQueueDepthNormal.Name+" > 0")
 	},
 	Summary:     "Items wait too long in a controller's work queue.",
 	Description: "{{ $value | humanizePercentage }} of the items of " + whereController + " waited more than ⟦@bucket:g⟧s in the queue while normal-priority items are queued. Look for a resync or startup storm, or too few workers.",

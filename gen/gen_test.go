@@ -305,3 +305,30 @@ func TestRulesReadOnlyEarlierRecordings(t *testing.T) {
 		t.Fatal("no rule reads a recording: the check compared nothing")
 	}
 }
+
+// A recording that reads an alert's parameters goes with that alert: disabling the alert drops
+// the recording, and the rest still passes the lint.
+func TestDisabledAlertDropsTheRecordingOfItsParameters(t *testing.T) {
+	share := levelController.record("workqueue_queue_duration_seconds", "share_above_bucket_rate5m")
+	if !strings.Contains(string(files(t, buildDefault(t))[RulesFile]), "record: "+share) {
+		t.Fatalf("default rules lack %s", share)
+	}
+	cfg := Default()
+	s := cfg.Alerts[QueueWaitHigh.Key]
+	s.Disabled = true
+	cfg.Alerts[QueueWaitHigh.Key] = s
+	m, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := string(files(t, m)[RulesFile])
+	if strings.Contains(rules, share) || strings.Contains(rules, QueueWaitHigh.FullName()) {
+		t.Errorf("rules still contain %s or its alert with the alert disabled", share)
+	}
+	if !strings.Contains(rules, "record: "+recQueueDepthNormal.Name) {
+		t.Errorf("rules lost %s, which reads no parameter", recQueueDepthNormal.Name)
+	}
+	if err := m.Lint(); err != nil {
+		t.Error(err)
+	}
+}

@@ -60,9 +60,12 @@ func Build(cfg Config) (*Model, error) {
 			continue
 		}
 		var rules []Rule
-		env := &exprEnv{b: b}
 		for _, r := range g.Recordings {
-			rules = append(rules, Rule{Record: r.Name, Expr: r.Expr(env), Recording: r})
+			a := r.paramAlert()
+			if a != nil && cfg.Alerts[a.Key].Disabled {
+				continue
+			}
+			rules = append(rules, Rule{Record: r.Name, Expr: r.Expr(&exprEnv{b: b, a: a}), Recording: r})
 		}
 		for _, a := range g.Alerts {
 			if s := cfg.Alerts[a.Key]; !s.Disabled {

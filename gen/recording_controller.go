@@ -3,10 +3,12 @@ package gen
 import "time"
 
 // The controller's recording rules: per-controller (and, for client-go's metrics, per-pod) rates
-// and levels that the controller alerts and dashboards share. ruleGroups puts them in one group
-// per raw metric family they read; a rule that sums another rule's output stays in that rule's
-// group, after it, so that it reads this evaluation's value. recControllerWrites reads the
-// reconcile group's rates from its last evaluation, at most one interval old.
+// and levels that the controller alerts and dashboards share. ruleGroups gives each raw read of
+// thousands of series a group of its own, or shares one among a few small reads; a rule that
+// sums another rule's output stays in that rule's group, after it, so that it reads this
+// evaluation's value. The rules that combine two groups' outputs (recErrorRatio5m,
+// recControllerWrites) read the other group's from its last evaluation, at most one interval
+// old: Prometheus evaluates groups side by side, not in file order.
 
 var recQueueDepth = &Recording{
 	Name: levelController.record("workqueue_depth", "sum"),
@@ -52,53 +54,79 @@ var recQueueCompletions = &Recording{
 	},
 }
 
-// recPodReconciles is each pod's reconcile rate per controller and result: the one rule that
-// reads controller_runtime_reconcile_total over a range. The per-controller rates sum it, and
-// the per-pod reconcile rate of LoopwatchAPICallsPerReconcileHigh too, instead of reading the
-// raw counters again.
-var recPodReconciles = &Recording{
-	Name: levelTarget.with("controller", "result").record("controller_runtime_reconcile_total", "rate5m"),
+// recQueueWaitLong is the share of a controller's items that waited in its queue longer than
+// LoopwatchQueueWaitHigh's bucket. The alert compares it, so that its query, evaluated with every
+// backlogged controller an alert instance, reads two recorded series per controller instead of
+// the histogram of every replica.
+var recQueueWaitLong = &Recording{
+	Name:     levelController.record("workqueue_queue_duration_seconds", "share_above_bucket_rate5m"),
+	ParamsOf: "queueWait",
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelTarget.with("controller", "result"), rate(sel("controller_runtime_reconcile_total", e.Selector("controller")), "5m"))
+		return shareAbove(levelController, "workqueue_queue_duration_seconds", e.Selector("controller")+", "+hasController, e.P("bucket"), "5m")
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller()
+		other := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+		return []ExprCase{{
+			Name: "records the share of items that waited longer than the bucket, over replicas",
+			At:   10 * time.Minute,
+			Series: append(histogram("workqueue_queue_duration_seconds", l, workqueueBuckets, 30, 0.4, 0.4, 0),
+				histogram("workqueue_queue_duration_seconds", other, workqueueBuckets, 10, 0, 0, 0)...),
+			Want: []Sample{{c.AtLevel(levelController, l), 0.3}},
+		}}
+	},
+}
+
+// recQueueDepthNormal is the depth of a controller's queue without the low-priority items
+// (priority -100: the initial list and unchanged resync events). A queue without the priority
+// label counts whole.
+var recQueueDepthNormal = &Recording{
+	Name: levelController.record("workqueue_depth", "sum_normal_priority"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelController, sel("workqueue_depth", e.Selector("controller"), hasController, `priority!="-100"`))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller()
+		other := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+		return []ExprCase{{
+			Name: "sums the queued items of every priority but the initial list's and resyncs'",
+			At:   5 * time.Minute,
+			Series: []*Series{
+				Gauge("workqueue_depth", l.With("priority", "0"), 3),
+				Gauge("workqueue_depth", l.With("priority", "10"), 1),
+				Gauge("workqueue_depth", l.With("priority", "-100"), 800),
+				Gauge("workqueue_depth", other, 2),
+			},
+			Want: []Sample{{c.AtLevel(levelController, l), 6}},
+		}}
+	},
+}
+
+// recPodReconciles is each pod's reconcile rate per controller, over results: the one rule that
+// reads every controller_runtime_reconcile_total series over a range. The per-controller rate
+// sums it, and so does the per-pod reconcile rate of LoopwatchAPICallsPerReconcileHigh, instead
+// of reading the raw counters again. It keeps no result label: that would record as many series
+// as it reads.
+var recPodReconciles = &Recording{
+	Name: levelTarget.with("controller").record("controller_runtime_reconcile_total", "rate5m"),
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelTarget.with("controller"), rate(sel("controller_runtime_reconcile_total", e.Selector("controller")), "5m"))
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Target("controller").With("controller", "backup")
 		b := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
 		return []ExprCase{{
-			Name: "records each pod's reconcile rate by controller and result",
+			Name: "records each pod's reconcile rate by controller, over results",
 			At:   10 * time.Minute,
 			Series: []*Series{
 				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 4),
 				Counter("controller_runtime_reconcile_total", b.With("result", "success"), 0),
 				Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0.5),
+				Counter("controller_runtime_reconcile_total", l.With("result", "requeue_after"), 1),
 			},
 			Want: []Sample{
-				{c.AtLevel(levelTarget.with("controller", "result"), l).With("result", "success"), 4},
-				{c.AtLevel(levelTarget.with("controller", "result"), b).With("result", "success"), 0},
-				{c.AtLevel(levelTarget.with("controller", "result"), l).With("result", "error"), 0.5},
-			},
-		}}
-	},
-}
-
-var recReconcileByResult = &Recording{
-	Name: levelController.with("result").record("controller_runtime_reconcile_total", "rate5m"),
-	Expr: func(e *exprEnv) string {
-		return sumBy(levelController.with("result"), recPodReconciles.Name)
-	},
-	Cases: func(c *caseEnv) []ExprCase {
-		l := c.Controller()
-		return []ExprCase{{
-			Name: "records the reconcile rate of each result, summed over replicas",
-			At:   10 * time.Minute,
-			Series: []*Series{
-				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 4),
-				Counter("controller_runtime_reconcile_total", l.With("result", "success", "pod", l["pod"]+"-b", "instance", "10.244.1.18:8443"), 2),
-				Counter("controller_runtime_reconcile_total", l.With("result", "requeue_after"), 0.5),
-			},
-			Want: []Sample{
-				{c.AtLevel(levelController, l).With("result", "success"), 6},
-				{c.AtLevel(levelController, l).With("result", "requeue_after"), 0.5},
+				{c.AtLevel(levelTarget.with("controller"), l), 5.5},
+				{c.AtLevel(levelTarget.with("controller"), b), 0},
 			},
 		}}
 	},
@@ -136,17 +164,21 @@ var recReconcileMean = &Recording{
 // divide by, over 5m here and, summed over time, over the SLO windows.
 var recReconciles = &Recording{
 	Name: levelController.record("controller_runtime_reconcile_total", "rate5m"),
-	Expr: func(e *exprEnv) string { return sumBy(levelController, recReconcileByResult.Name) },
+	Expr: func(e *exprEnv) string { return sumBy(levelController, recPodReconciles.Name) },
 	Cases: func(c *caseEnv) []ExprCase {
 		return reconcileRateCase(c, "records the reconcile rate over every result and replica", 7.5)
 	},
 }
 
-// recReconcileErrors is each controller's rate of reconciles that returned an error. A
-// controller whose result="error" series is missing records none, as its ratio is unknown.
+// recReconcileErrors is each controller's rate of reconciles that returned an error: one result
+// of four, read from the raw counters in a group of its own rather than recorded by result with
+// the others. A controller whose result="error" series is missing records none, as its
+// ratio is unknown.
 var recReconcileErrors = &Recording{
 	Name: levelController.record("controller_runtime_reconcile_error", "rate5m"),
-	Expr: func(e *exprEnv) string { return sumBy(levelController, recReconcileByResult.Name+`{result="error"}`) },
+	Expr: func(e *exprEnv) string {
+		return sumBy(levelController, rate(sel("controller_runtime_reconcile_total", e.Selector("controller"), `result="error"`), "5m"))
+	},
 	Cases: func(c *caseEnv) []ExprCase {
 		return reconcileRateCase(c, "records the rate of reconciles that returned an error, over replicas", 1.5)
 	},

@@ -13,6 +13,22 @@ type Recording struct {
 	Expr func(e *exprEnv) string
 	// Cases check the recorded series on known input.
 	Cases func(c *caseEnv) []ExprCase
+	// ParamsOf is the key of the alert whose parameters Expr and Cases read (e.P, c.P), when
+	// the rule records a part of that alert's expression: it is generated only while that
+	// alert is. Empty when the rule reads no parameter.
+	ParamsOf string
+}
+
+// paramAlert is the alert named by ParamsOf, nil when the recording reads no parameter.
+func (r *Recording) paramAlert() *Alert {
+	if r.ParamsOf == "" {
+		return nil
+	}
+	a, ok := alertByKey(r.ParamsOf)
+	if !ok {
+		panic("recording " + r.Name + " reads the parameters of unknown alert " + r.ParamsOf)
+	}
+	return a
 }
 
 // ruleGroup is one rule group of the output, switched on by a config group.
@@ -43,11 +59,12 @@ func ruleGroups() []ruleGroup {
 	leaderElection := func(g Groups) bool { return g.LeaderElection }
 	return []ruleGroup{
 		{Name: groupWorkqueueRules, On: controller, Recordings: []*Recording{recQueueDepth, recQueueAdds, recQueueCompletions}},
-		{Name: groupReconcileRules, On: controller, Recordings: []*Recording{
-			recPodReconciles, recReconcileByResult, recReconciles, recReconcileErrors, recErrorRatio5m,
-		}},
+		{Name: groupQueueWaitRules, On: controller, Recordings: []*Recording{recQueueWaitLong, recQueueDepthNormal}},
+		{Name: groupReconcileRules, On: controller, Recordings: []*Recording{recPodReconciles, recReconciles}},
+		{Name: groupReconcileErrorRules, On: controller, Recordings: []*Recording{recReconcileErrors, recErrorRatio5m}},
 		{Name: groupLatencyRules, On: controller, Recordings: []*Recording{recReconcileMean}},
-		{Name: groupClientRules, On: controller, Recordings: []*Recording{recClientRequests, recAPIRequests, recControllerWrites}},
+		{Name: groupClientRules, On: controller, Recordings: []*Recording{recClientRequests}},
+		{Name: groupAPIRequestRules, On: controller, Recordings: []*Recording{recAPIRequests, recControllerWrites}},
 		{Name: groupSLOCoarseRules, Interval: sloCoarseInterval, On: slo, Recordings: sloCoarseRecordings},
 		{Name: groupSLORules, On: slo, Recordings: sloRatioRecordings(sloShortGroupWindows)},
 		{Name: groupSLOLongRules, On: slo, Recordings: sloRatioRecordings(sloLongGroupWindows)},

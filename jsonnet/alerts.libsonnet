@@ -36,7 +36,7 @@
         rules: [
           {
             alert: "LoopwatchQueueWaitHigh",
-            expr: "(1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_bucket{%(controllerSelector)s, controller!=\"\", le=~\"%(queueWaitBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))\n)) > %(queueWaitShare)g\nand on (%(clusterLabel)s, namespace, job, controller)\nsum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\", priority!=\"-100\"}) > 0" % $._config,
+            expr: "cluster_namespace_job_controller:workqueue_queue_duration_seconds:share_above_bucket_rate5m > %(queueWaitShare)g\nand\ncluster_namespace_job_controller:workqueue_depth:sum_normal_priority > 0" % $._config,
             [if "%(queueWaitFor)s" % $._config != '0s' then 'for']: "%(queueWaitFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
@@ -131,7 +131,7 @@
           },
           {
             alert: "LoopwatchAPICallsPerReconcileHigh",
-            expr: "(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m)\n  /\n  (cluster_namespace_job_controller:controller_runtime_reconcile:rate5m > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n) > %(apiCallsPerReconcileThreshold)g\nor\n(\n  (\n    sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_method:rest_client_requests:rate5m)\n    /\n    (sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m) > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n  ) > %(apiCallsPerReconcileThreshold)g\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
+            expr: "(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m)\n  /\n  (cluster_namespace_job_controller:controller_runtime_reconcile:rate5m > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n) > %(apiCallsPerReconcileThreshold)g\nor\n(\n  (\n    sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_method:rest_client_requests:rate5m)\n    /\n    (sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_controller:controller_runtime_reconcile:rate5m) > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n  ) > %(apiCallsPerReconcileThreshold)g\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
             [if "%(apiCallsPerReconcileFor)s" % $._config != '0s' then 'for']: "%(apiCallsPerReconcileFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {

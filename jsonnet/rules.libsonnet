@@ -21,24 +21,40 @@
         ],
       },
       {
+        name: "loopwatch.controller.queue-wait.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
+          {
+            record: "cluster_namespace_job_controller:workqueue_queue_duration_seconds:share_above_bucket_rate5m",
+            expr: "1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_bucket{%(controllerSelector)s, controller!=\"\", le=~\"%(queueWaitBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))\n)" % $._config,
+          },
+          {
+            record: "cluster_namespace_job_controller:workqueue_depth:sum_normal_priority",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\", priority!=\"-100\"})" % $._config,
+          },
+        ],
+      },
+      {
         name: "loopwatch.controller.reconcile.rules",
         interval: "%(ruleInterval)s" % $._config,
         rules: [
           {
-            record: "cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, pod, controller, result) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m]))" % $._config,
-          },
-          {
-            record: "cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller, result) (cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m)" % $._config,
+            record: "cluster_namespace_job_pod_controller:controller_runtime_reconcile:rate5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job, pod, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s}[5m]))" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m)" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_pod_controller:controller_runtime_reconcile:rate5m)" % $._config,
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.reconcile-errors.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m{result=\"error\"})" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[5m]))" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m",
@@ -64,6 +80,12 @@
             record: "cluster_namespace_job_pod_method:rest_client_requests:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, pod, method) (rate(rest_client_requests_total{%(controllerSelector)s}[5m]))" % $._config,
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.api-requests.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             record: "cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, controller, access) (rate(loopwatch_controller_api_requests_total{%(controllerSelector)s}[5m]))" % $._config,

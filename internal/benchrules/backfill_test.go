@@ -219,8 +219,7 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		got = append(got, r.record+"@"+r.interval.String())
 	}
 	want := []string{
-		"cluster_namespace_job_pod_controller_result:controller_runtime_reconcile:rate5m@1m0s",
-		"cluster_namespace_job_controller_result:controller_runtime_reconcile:rate5m@1m0s",
+		"cluster_namespace_job_pod_controller:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m@30m0s",
