@@ -16,7 +16,10 @@ func alertName(short string) string { return alertPrefix + short }
 // controller's rules are split by the raw metric family they read (kubernetes-mixin does the same
 // for its k8s.rules): Prometheus evaluates groups side by side but the rules of one group one
 // after another, and a Thanos or Mimir ruler shards by group, so a small group keeps each
-// evaluation short and lets the work spread over cores and ruler replicas.
+// evaluation short and lets the work spread over cores and ruler replicas. An alert that can have
+// an instance per controller at once (LoopwatchQueueBacklog, LoopwatchQueueWaitHigh) reads only
+// recordings and keeps a group of its own: Prometheus expands its label and annotation templates
+// for every instance on every evaluation, and that, not its query, is its cost.
 const (
 	groupWorkqueueRules      = "loopwatch.controller.workqueue.rules"
 	groupQueueWaitRules      = "loopwatch.controller.queue-wait.rules"
@@ -26,6 +29,7 @@ const (
 	groupClientRules         = "loopwatch.controller.client.rules"
 	groupAPIRequestRules     = "loopwatch.controller.api-requests.rules"
 	groupQueueAlerts         = "loopwatch.controller.queue.alerts"
+	groupProcessorAlerts     = "loopwatch.controller.processor.alerts"
 	groupQueueWaitAlerts     = "loopwatch.controller.queue-wait.alerts"
 	groupLatencyAlerts       = "loopwatch.controller.latency.alerts"
 	groupReconcileAlerts     = "loopwatch.controller.reconcile.alerts"

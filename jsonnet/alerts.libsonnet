@@ -17,6 +17,12 @@
               summary: "A controller's work queue is deep and still growing.",
             },
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.processor.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             alert: "LoopwatchProcessorStuck",
             expr: "max by (%(clusterLabel)s, namespace, job, controller) (workqueue_longest_running_processor_seconds{%(controllerSelector)s, controller!=\"\"}) > %(processorStuckThreshold)g" % $._config,
