@@ -21,6 +21,7 @@ func alertName(short string) string { return alertPrefix + short }
 // recordings and keeps a group of its own: Prometheus expands its label and annotation templates
 // for every instance on every evaluation, and that, not its query, is its cost.
 const (
+	groupQueueDepthRules     = "loopwatch.controller.queue-depth.rules"
 	groupWorkqueueRules      = "loopwatch.controller.workqueue.rules"
 	groupQueueWaitRules      = "loopwatch.controller.queue-wait.rules"
 	groupReconcileRules      = "loopwatch.controller.reconcile.rules"
@@ -35,6 +36,7 @@ const (
 	groupReconcileAlerts     = "loopwatch.controller.reconcile.alerts"
 	groupAPIAlerts           = "loopwatch.controller.api.alerts"
 	groupSetupAlerts         = "loopwatch.controller.setup.alerts"
+	groupTargetAlerts        = "loopwatch.controller.target.alerts"
 	groupLeaderAlerts        = "loopwatch.leader-election.alerts"
 	groupLeaderMultiple      = "loopwatch.leader-election.multiple.alerts"
 	groupLeaderTrend         = "loopwatch.leader-election.trend.alerts"

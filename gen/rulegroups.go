@@ -58,8 +58,9 @@ func ruleGroups() []ruleGroup {
 	apf := func(g Groups) bool { return g.APF }
 	leaderElection := func(g Groups) bool { return g.LeaderElection }
 	return []ruleGroup{
-		{Name: groupWorkqueueRules, On: controller, Recordings: []*Recording{recQueueDepth, recQueueAdds, recQueueCompletions}},
-		{Name: groupQueueWaitRules, On: controller, Recordings: []*Recording{recQueueWaitLong, recQueueDepthNormal}},
+		{Name: groupQueueDepthRules, On: controller, Recordings: []*Recording{recQueueDepth, recQueueDepthNormal}},
+		{Name: groupWorkqueueRules, On: controller, Recordings: []*Recording{recQueueAdds, recQueueCompletions}},
+		{Name: groupQueueWaitRules, On: controller, Recordings: []*Recording{recQueueWaitLong}},
 		{Name: groupReconcileRules, On: controller, Recordings: []*Recording{recPodReconciles, recReconciles}},
 		{Name: groupReconcileErrorRules, On: controller, Recordings: []*Recording{recReconcileErrors, recErrorRatio5m}},
 		{Name: groupLatencyRules, On: controller, Recordings: []*Recording{recReconcileMean}},
@@ -76,7 +77,8 @@ func ruleGroups() []ruleGroup {
 		{Name: groupLatencyAlerts, On: controller, Alerts: []*Alert{ReconcileSlow}},
 		{Name: groupReconcileAlerts, On: controller, Alerts: []*Alert{ReconcileErrors, ReconcilePanics, FinalizerStuck}},
 		{Name: groupAPIAlerts, On: controller, Alerts: []*Alert{PatchRateHigh, HotLoop, APICallsPerReconcileHigh}},
-		{Name: groupSetupAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{WorkqueueMetricsMissing, ControllerMetricsMissing}},
+		{Name: groupSetupAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{WorkqueueMetricsMissing}},
+		{Name: groupTargetAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{ControllerMetricsMissing}},
 		{Name: groupLeaderAlerts, On: leaderElection, Alerts: []*Alert{LeaderMissing}},
 		{Name: groupLeaderMultiple, On: leaderElection, Alerts: []*Alert{LeaderMultiple}},
 		{Name: groupLeaderTrend, Interval: slowAlertInterval, On: leaderElection, Alerts: []*Alert{LeaderFlapping}},

@@ -163,6 +163,12 @@
               summary: "A controller exports no workqueue metrics.",
             },
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.target.alerts",
+        interval: "5m",
+        rules: [
           {
             alert: "LoopwatchControllerMetricsMissing",
             expr: "up{%(controllerTargetsSelector)s} == 1\nunless on (%(clusterLabel)s, job, instance)\ncount by (%(clusterLabel)s, job, instance) (controller_runtime_max_concurrent_reconciles{%(controllerTargetsSelector)s})\nunless on (%(clusterLabel)s, job, instance)\nmax by (%(clusterLabel)s, job, instance) (leader_election_master_status{%(controllerTargetsSelector)s}) == 0" % $._config,

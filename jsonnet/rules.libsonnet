@@ -3,13 +3,23 @@
   prometheusRules+:: {
     groups+: [
       {
-        name: "loopwatch.controller.workqueue.rules",
+        name: "loopwatch.controller.queue-depth.rules",
         interval: "%(ruleInterval)s" % $._config,
         rules: [
           {
             record: "cluster_namespace_job_controller:workqueue_depth:sum",
             expr: "sum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\"})" % $._config,
           },
+          {
+            record: "cluster_namespace_job_controller:workqueue_depth:sum_normal_priority",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\", priority!=\"-100\"})" % $._config,
+          },
+        ],
+      },
+      {
+        name: "loopwatch.controller.workqueue.rules",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             record: "cluster_namespace_job_controller:workqueue_adds:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_adds_total{%(controllerSelector)s, controller!=\"\"}[5m]))" % $._config,
@@ -27,10 +37,6 @@
           {
             record: "cluster_namespace_job_controller:workqueue_queue_duration_seconds:share_above_bucket_rate5m",
             expr: "1 - (\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_bucket{%(controllerSelector)s, controller!=\"\", le=~\"%(queueWaitBucket)g(\\\\.0)?\"}[5m]))\n  /\n  sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_queue_duration_seconds_count{%(controllerSelector)s, controller!=\"\"}[5m]))\n)" % $._config,
-          },
-          {
-            record: "cluster_namespace_job_controller:workqueue_depth:sum_normal_priority",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\", priority!=\"-100\"})" % $._config,
           },
         ],
       },
