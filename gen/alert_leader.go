@@ -24,7 +24,7 @@ func leaderSeries(e *exprEnv) string {
 // leaseReplicas returns the status series of two replicas of the controller target.
 func leaseReplicas(c *caseEnv) (a, b Labels) {
 	a = c.Target("controller").With("name", "backup-operator-lock")
-	return a, a.With("pod", a["pod"]+"-b", "instance", "10.244.1.18:8443")
+	return a, otherReplica(a)
 }
 
 // windowGap is how long a handover in a case may leave a lease without a leader when the

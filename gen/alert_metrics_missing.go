@@ -71,7 +71,7 @@ var ControllerMetricsMissing = &Alert{
 	Panel:       PanelRef{"controller", "Reconciles by result"},
 	Cases: func(c *caseEnv) []Case {
 		l := c.Target("controllerTargets")
-		standby := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+		standby := otherReplica(l)
 		return []Case{
 			{
 				Name:   "fires when a controller target is up without controller metrics",

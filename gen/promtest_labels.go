@@ -133,3 +133,8 @@ func writeExample(b *strings.Builder, re *syntax.Regexp) bool {
 	// Star, quest, empty match and the zero-width assertions write nothing.
 	return true
 }
+
+// otherReplica returns the labels of another replica of l's workload: another pod and instance.
+func otherReplica(l Labels) Labels {
+	return l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+}

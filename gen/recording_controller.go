@@ -66,7 +66,7 @@ var recQueueWaitLong = &Recording{
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Controller()
-		other := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+		other := otherReplica(l)
 		return []ExprCase{{
 			Name: "records the share of items that waited longer than the bucket, over replicas",
 			At:   10 * time.Minute,
@@ -87,7 +87,7 @@ var recQueueDepthNormal = &Recording{
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Controller()
-		other := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+		other := otherReplica(l)
 		return []ExprCase{{
 			Name: "sums the queued items of every priority but the initial list's and resyncs'",
 			At:   5 * time.Minute,
@@ -114,7 +114,7 @@ var recPodReconciles = &Recording{
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Target("controller").With("controller", "backup")
-		b := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+		b := otherReplica(l)
 		return []ExprCase{{
 			Name: "records each pod's reconcile rate by controller, over results",
 			At:   10 * time.Minute,
@@ -187,7 +187,7 @@ var recReconcileErrors = &Recording{
 // reconcileRateCase: two replicas, errors, successes and RequeueAfter results.
 func reconcileRateCase(c *caseEnv, name string, want float64) []ExprCase {
 	l := c.Controller().With("name", "")
-	b := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+	b := otherReplica(l)
 	return []ExprCase{{
 		Name: name,
 		At:   10 * time.Minute,
@@ -323,7 +323,7 @@ func recErrorRatioName(window string) string {
 // counterRateCase checks a rule that records one counter's rate per level: two replicas' rates
 // add up.
 func counterRateCase(c *caseEnv, metric string, l Labels, lv level) []ExprCase {
-	other := l.With("pod", l["pod"]+"-b", "instance", "10.244.1.18:8443")
+	other := otherReplica(l)
 	return []ExprCase{{
 		Name: "records the rate summed over the replicas",
 		At:   10 * time.Minute,
