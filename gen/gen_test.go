@@ -306,12 +306,15 @@ func TestRulesReadOnlyEarlierRecordings(t *testing.T) {
 	}
 }
 
-// A recording that reads an alert's parameters goes with that alert: disabling the alert drops
-// the recording, and the rest still passes the lint.
-func TestDisabledAlertDropsTheRecordingOfItsParameters(t *testing.T) {
-	share := levelController.record("workqueue_queue_duration_seconds", "share_above_bucket_rate5m")
-	if !strings.Contains(string(files(t, buildDefault(t))[RulesFile]), "record: "+share) {
-		t.Fatalf("default rules lack %s", share)
+// A recording made for one alert goes with that alert: disabling the alert drops the recording,
+// and the rest still passes the lint.
+func TestDisabledAlertDropsItsRecordings(t *testing.T) {
+	own := []string{recQueueWaitLong.Name, recQueueDepthNormal.Name}
+	rules := string(files(t, buildDefault(t))[RulesFile])
+	for _, name := range own {
+		if !strings.Contains(rules, "record: "+name) {
+			t.Fatalf("default rules lack %s", name)
+		}
 	}
 	cfg := Default()
 	s := cfg.Alerts[QueueWaitHigh.Key]
@@ -321,14 +324,69 @@ func TestDisabledAlertDropsTheRecordingOfItsParameters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rules := string(files(t, m)[RulesFile])
-	if strings.Contains(rules, share) || strings.Contains(rules, QueueWaitHigh.FullName()) {
-		t.Errorf("rules still contain %s or its alert with the alert disabled", share)
+	rules = string(files(t, m)[RulesFile])
+	for _, gone := range append(own, QueueWaitHigh.FullName()) {
+		if strings.Contains(rules, gone) {
+			t.Errorf("rules still contain %s with %s disabled", gone, QueueWaitHigh.FullName())
+		}
 	}
-	if !strings.Contains(rules, "record: "+recQueueDepthNormal.Name) {
-		t.Errorf("rules lost %s, which reads no parameter", recQueueDepthNormal.Name)
+	if !strings.Contains(rules, "record: "+recQueueDepth.Name) {
+		t.Errorf("rules lost %s, which other alerts read", recQueueDepth.Name)
 	}
 	if err := m.Lint(); err != nil {
 		t.Error(err)
+	}
+}
+
+// A recording made for one alert is read by that alert and by nothing else: no other rule, no
+// dashboard. Otherwise disabling the alert would break its other readers.
+func TestRecordingsForOneAlertHaveNoOtherReader(t *testing.T) {
+	m := buildDefault(t)
+	owner := map[string]string{}
+	for _, g := range m.Groups {
+		for _, r := range g.Rules {
+			if r.Recording != nil && r.Recording.forAlert() != nil {
+				owner[r.Record] = r.Recording.forAlert().FullName()
+			}
+		}
+	}
+	if len(owner) == 0 {
+		t.Fatal("no recording is made for one alert: the check compared nothing")
+	}
+	fs := files(t, m)
+	groups, errs := rulefmt.Parse(fs[RulesFile], false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	read := map[string]bool{}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			expr, err := promqlParser.ParseExpr(r.Expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, vs := range parser.ExtractSelectors(expr) {
+				for _, mt := range vs {
+					o, ok := owner[mt.Value]
+					if mt.Name != model.MetricNameLabel || !ok {
+						continue
+					}
+					if r.Alert != o {
+						t.Errorf("%s%s reads %s, which is recorded for %s only", r.Record, r.Alert, mt.Value, o)
+					}
+					read[mt.Value] = true
+				}
+			}
+		}
+	}
+	for name, o := range owner {
+		if !read[name] {
+			t.Errorf("%s is recorded for %s, which does not read it", name, o)
+		}
+		for path, content := range fs {
+			if strings.HasPrefix(path, "dashboards/") && strings.Contains(string(content), name) {
+				t.Errorf("dashboard %s reads %s, which is recorded for %s only", path, name, o)
+			}
+		}
 	}
 }

@@ -61,7 +61,7 @@ func Build(cfg Config) (*Model, error) {
 		}
 		var rules []Rule
 		for _, r := range g.Recordings {
-			a := r.paramAlert()
+			a := r.forAlert()
 			if a != nil && cfg.Alerts[a.Key].Disabled {
 				continue
 			}

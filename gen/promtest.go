@@ -262,7 +262,7 @@ func (m *Model) alertTests(r Rule) ([]testGroup, error) {
 
 // recordingTests renders the cases of one recording rule.
 func (m *Model) recordingTests(r Rule) ([]testGroup, error) {
-	env := &caseEnv{cfg: m.Config, a: r.Recording.paramAlert()}
+	env := &caseEnv{cfg: m.Config, a: r.Recording.forAlert()}
 	cases := r.Recording.Cases(env)
 	if len(env.errs) > 0 {
 		return nil, errors.Join(env.errs...)

@@ -60,7 +60,7 @@ var recQueueCompletions = &Recording{
 // the histogram of every replica.
 var recQueueWaitLong = &Recording{
 	Name:     levelController.record("workqueue_queue_duration_seconds", "share_above_bucket_rate5m"),
-	ParamsOf: "queueWait",
+	ForAlert: "queueWait",
 	Expr: func(e *exprEnv) string {
 		return shareAbove(levelController, "workqueue_queue_duration_seconds", e.Selector("controller")+", "+hasController, e.P("bucket"), "5m")
 	},
@@ -79,9 +79,10 @@ var recQueueWaitLong = &Recording{
 
 // recQueueDepthNormal is the depth of a controller's queue without the low-priority items
 // (priority -100: the initial list and unchanged resync events). A queue without the priority
-// label counts whole.
+// label counts whole. Only LoopwatchQueueWaitHigh reads it.
 var recQueueDepthNormal = &Recording{
-	Name: levelController.record("workqueue_depth", "sum_normal_priority"),
+	Name:     levelController.record("workqueue_depth", "sum_normal_priority"),
+	ForAlert: "queueWait",
 	Expr: func(e *exprEnv) string {
 		return sumBy(levelController, sel("workqueue_depth", e.Selector("controller"), hasController, `priority!="-100"`))
 	},

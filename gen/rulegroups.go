@@ -13,20 +13,20 @@ type Recording struct {
 	Expr func(e *exprEnv) string
 	// Cases check the recorded series on known input.
 	Cases func(c *caseEnv) []ExprCase
-	// ParamsOf is the key of the alert whose parameters Expr and Cases read (e.P, c.P), when
-	// the rule records a part of that alert's expression: it is generated only while that
-	// alert is. Empty when the rule reads no parameter.
-	ParamsOf string
+	// ForAlert is the key of the one alert that reads this recording, when the rule records a
+	// part of that alert's expression: the recording is generated only while the alert is, and
+	// Expr and Cases may read the alert's parameters (e.P, c.P). Empty for a shared recording.
+	ForAlert string
 }
 
-// paramAlert is the alert named by ParamsOf, nil when the recording reads no parameter.
-func (r *Recording) paramAlert() *Alert {
-	if r.ParamsOf == "" {
+// forAlert is the alert named by ForAlert, nil for a shared recording.
+func (r *Recording) forAlert() *Alert {
+	if r.ForAlert == "" {
 		return nil
 	}
-	a, ok := alertByKey(r.ParamsOf)
+	a, ok := alertByKey(r.ForAlert)
 	if !ok {
-		panic("recording " + r.Name + " reads the parameters of unknown alert " + r.ParamsOf)
+		panic("recording " + r.Name + " is for unknown alert " + r.ForAlert)
 	}
 	return a
 }
