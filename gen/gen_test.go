@@ -265,42 +265,57 @@ func TestPrometheusRuleManifestHoldsTheSameGroups(t *testing.T) {
 // A rule reads only recordings that an earlier group, or an earlier rule of its own group,
 // writes: promtool evaluates the groups in file order at one timestamp, and a rule of the
 // same group sees this evaluation's value only when it comes after the rule it reads.
-func TestRulesReadOnlyEarlierRecordings(t *testing.T) {
-	groups, errs := rulefmt.Parse(files(t, buildDefault(t))[RulesFile], false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
+// ruleSelections parses a generated rules file and calls f for each rule, in file order, with
+// the metric names its expression selects.
+func ruleSelections(t *testing.T, content []byte, f func(group string, r rulefmt.Rule, names []string)) {
+	t.Helper()
+	groups, errs := rulefmt.Parse(content, false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	defined, all := map[string]bool{}, map[string]bool{}
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			if r.Record != "" {
-				all[r.Record] = true
-			}
-		}
-	}
-	reads := 0
 	for _, g := range groups.Groups {
 		for _, r := range g.Rules {
 			expr, err := promqlParser.ParseExpr(r.Expr)
 			if err != nil {
 				t.Fatal(err)
 			}
+			var names []string
 			for _, vs := range parser.ExtractSelectors(expr) {
 				for _, mt := range vs {
-					if mt.Name != model.MetricNameLabel || !all[mt.Value] {
-						continue
-					}
-					reads++
-					if !defined[mt.Value] {
-						t.Errorf("group %s: %s%s reads %s, which no earlier rule records", g.Name, r.Record, r.Alert, mt.Value)
+					if mt.Name == model.MetricNameLabel {
+						names = append(names, mt.Value)
 					}
 				}
 			}
-			if r.Record != "" {
-				defined[r.Record] = true
-			}
+			f(g.Name, rulefmt.Rule{Record: r.Record, Alert: r.Alert, Expr: r.Expr}, names)
 		}
 	}
+}
+
+func TestRulesReadOnlyEarlierRecordings(t *testing.T) {
+	rules := files(t, buildDefault(t))[RulesFile]
+	all := map[string]bool{}
+	ruleSelections(t, rules, func(_ string, r rulefmt.Rule, _ []string) {
+		if r.Record != "" {
+			all[r.Record] = true
+		}
+	})
+	defined := map[string]bool{}
+	reads := 0
+	ruleSelections(t, rules, func(group string, r rulefmt.Rule, names []string) {
+		for _, name := range names {
+			if !all[name] {
+				continue
+			}
+			reads++
+			if !defined[name] {
+				t.Errorf("group %s: %s%s reads %s, which no earlier rule records", group, r.Record, r.Alert, name)
+			}
+		}
+		if r.Record != "" {
+			defined[r.Record] = true
+		}
+	})
 	if reads == 0 {
 		t.Fatal("no rule reads a recording: the check compared nothing")
 	}
@@ -354,31 +369,17 @@ func TestRecordingsForOneAlertHaveNoOtherReader(t *testing.T) {
 		t.Fatal("no recording is made for one alert: the check compared nothing")
 	}
 	fs := files(t, m)
-	groups, errs := rulefmt.Parse(fs[RulesFile], false, model.UTF8Validation, promqlParser, promslog.NewNopLogger())
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
 	read := map[string]bool{}
-	for _, g := range groups.Groups {
-		for _, r := range g.Rules {
-			expr, err := promqlParser.ParseExpr(r.Expr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, vs := range parser.ExtractSelectors(expr) {
-				for _, mt := range vs {
-					o, ok := owner[mt.Value]
-					if mt.Name != model.MetricNameLabel || !ok {
-						continue
-					}
-					if r.Alert != o {
-						t.Errorf("%s%s reads %s, which is recorded for %s only", r.Record, r.Alert, mt.Value, o)
-					}
-					read[mt.Value] = true
+	ruleSelections(t, fs[RulesFile], func(_ string, r rulefmt.Rule, names []string) {
+		for _, name := range names {
+			if o, ok := owner[name]; ok {
+				if r.Alert != o {
+					t.Errorf("%s%s reads %s, which is recorded for %s only", r.Record, r.Alert, name, o)
 				}
+				read[name] = true
 			}
 		}
-	}
+	})
 	for name, o := range owner {
 		if !read[name] {
 			t.Errorf("%s is recorded for %s, which does not read it", name, o)
