@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -387,6 +388,31 @@ func TestRecordingsForOneAlertHaveNoOtherReader(t *testing.T) {
 		for path, content := range fs {
 			if strings.HasPrefix(path, "dashboards/") && strings.Contains(string(content), name) {
 				t.Errorf("dashboard %s reads %s, which is recorded for %s only", path, name, o)
+			}
+		}
+	}
+}
+
+// A recording named as a share (its operations start with ratio_ or share_) is declared Share,
+// and only such a recording is: the end-to-end scenes check the values of exactly those.
+func TestShareRecordingsAreDeclared(t *testing.T) {
+	m := buildDefault(t)
+	shares := m.ShareRecordings()
+	if len(shares) == 0 {
+		t.Fatal("no recording is declared a share: the check compared nothing")
+	}
+	for _, g := range m.Groups {
+		for _, r := range g.Rules {
+			if r.Recording == nil {
+				continue
+			}
+			ops := r.Record[strings.LastIndex(r.Record, ":")+1:]
+			named := strings.HasPrefix(ops, "ratio_") || strings.HasPrefix(ops, "share_")
+			if named != r.Recording.Share {
+				t.Errorf("%s: named as a share %v, declared Share %v", r.Record, named, r.Recording.Share)
+			}
+			if named != slices.Contains(shares, r.Record) {
+				t.Errorf("%s: ShareRecordings lists it %v", r.Record, !named)
 			}
 		}
 	}

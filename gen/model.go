@@ -205,6 +205,21 @@ func (m *Model) rule(a *Alert) (Rule, bool) {
 	return Rule{}, false
 }
 
+// ShareRecordings returns the names of the model's recording rules whose value is a share
+// (Recording.Share), sorted.
+func (m *Model) ShareRecordings() []string {
+	var names []string
+	for _, g := range m.Groups {
+		for _, r := range g.Rules {
+			if r.Recording != nil && r.Recording.Share {
+				names = append(names, r.Record)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Alerts returns the names of every alert in the model, sorted.
 func (m *Model) Alerts() []string {
 	var names []string

@@ -8,7 +8,8 @@ import "time"
 // sums another rule's output stays in that rule's group, after it, so that it reads this
 // evaluation's value. The rules that combine two groups' outputs (recErrorRatio5m,
 // recControllerWrites) read the other group's from its last evaluation, at most one interval
-// old: Prometheus evaluates groups side by side, not in file order.
+// old: Prometheus evaluates groups side by side, not in file order (errorShare caps what that
+// does to a ratio).
 
 var recQueueDepth = &Recording{
 	Name: levelController.record("workqueue_depth", "sum"),
@@ -61,6 +62,7 @@ var recQueueCompletions = &Recording{
 var recQueueWaitLong = &Recording{
 	Name:     levelController.record("workqueue_queue_duration_seconds", "share_above_bucket_rate5m"),
 	ForAlert: "queueWait",
+	Share:    true,
 	Expr: func(e *exprEnv) string {
 		return shareAbove(levelController, "workqueue_queue_duration_seconds", e.Selector("controller")+", "+hasController, e.P("bucket"), "5m")
 	},
@@ -205,7 +207,8 @@ func reconcileRateCase(c *caseEnv, name string, want float64) []ExprCase {
 // recErrorRatio5m is the share of reconciles that returned an error over 5 minutes.
 var recErrorRatio5m = &Recording{
 	Name:  recErrorRatioName("5m"),
-	Expr:  func(e *exprEnv) string { return lines(recReconcileErrors.Name, "/", recReconciles.Name) },
+	Expr:  func(e *exprEnv) string { return errorShare(recReconcileErrors.Name, recReconciles.Name) },
+	Share: true,
 	Cases: func(c *caseEnv) []ExprCase { return errorRatioCase(c, 10*time.Minute) },
 }
 
@@ -314,6 +317,18 @@ var recControllerWrites = &Recording{
 			},
 		}
 	},
+}
+
+// errorShare divides an error rate by the reconcile rate, capped at 1. The two come from
+// different groups' evaluations (recReconcileErrors and recReconciles are separate raw reads),
+// up to one interval apart: while the rates move, at a controller's start or when errors begin,
+// the quotient of a newer error rate and an older reconcile rate overshoots (measured on a real
+// Prometheus at a 2s interval: 1.85, and +Inf while the older reconcile rate was still 0, where
+// every reconcile failed). A share of reconciles is at most 1; the cap keeps alert texts and
+// dashboards from reading "185 %", and `loopwatch diagnose` from taking the overshoot for a peak
+// the errors fell from.
+func errorShare(errors, reconciles string) string {
+	return "clamp_max(\n  " + errors + "\n  /\n  " + reconciles + "\n, 1)"
 }
 
 // recErrorRatioName is the name of the error ratio recorded over window.

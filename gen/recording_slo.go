@@ -135,12 +135,10 @@ func sloRatioRecordings(windows []string) []*Recording {
 		out = append(out, &Recording{
 			Name: recErrorRatioName(w),
 			Expr: func(e *exprEnv) string {
-				return lines(
-					"sum_over_time("+errs.Name+"["+w+"])",
-					"/",
-					"sum_over_time("+all.Name+"["+w+"])")
+				return errorShare("sum_over_time("+errs.Name+"["+w+"])", "sum_over_time("+all.Name+"["+w+"])")
 			},
 			Cases: func(c *caseEnv) []ExprCase { return windowRatioCases(c, w) },
+			Share: true,
 		})
 	}
 	return out

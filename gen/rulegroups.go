@@ -17,6 +17,9 @@ type Recording struct {
 	// part of that alert's expression: the recording is generated only while the alert is, and
 	// Expr and Cases may read the alert's parameters (e.P, c.P). Empty for a shared recording.
 	ForAlert string
+	// Share: the recorded value is a share of events, within [0, 1] whatever the evaluation
+	// timing (the end-to-end scenes check every recorded value of such a rule).
+	Share bool
 }
 
 // forAlert is the alert named by ForAlert, nil for a shared recording.

@@ -113,14 +113,23 @@ func (tr *sloTrace) ratio(window string, t time.Duration) float64 {
 	}
 	switch sloSource(window) {
 	case sloInstant:
-		return tr.err5[k] / tr.tot5[k]
+		return share(tr.err5[k], tr.tot5[k])
 	case sloFine:
 		w := parseWindow(window)
-		return tr.windowSum(tr.sErr5, tr.err5, k, w) / tr.windowSum(tr.sTot5, tr.tot5, k, w)
+		return share(tr.windowSum(tr.sErr5, tr.err5, k, w), tr.windowSum(tr.sTot5, tr.tot5, k, w))
 	default:
 		w := parseWindow(window)
-		return tr.windowSum(tr.sErr30, tr.err30, k, w) / tr.windowSum(tr.sTot30, tr.tot30, k, w)
+		return share(tr.windowSum(tr.sErr30, tr.err30, k, w), tr.windowSum(tr.sTot30, tr.tot30, k, w))
 	}
+}
+
+// share is errors / reconciles capped at 1, as errorShare records it (clamp_max keeps NaN).
+func share(errors, reconciles float64) float64 {
+	r := errors / reconciles
+	if r > 1 {
+		return 1
+	}
+	return r
 }
 
 // rateAt is rate(s[window]) at time t as Prometheus computes it (promql's extrapolatedRate for a

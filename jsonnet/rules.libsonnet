@@ -64,7 +64,7 @@
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m",
-            expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m\n/\ncluster_namespace_job_controller:controller_runtime_reconcile:rate5m",
+            expr: "clamp_max(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m\n  /\n  cluster_namespace_job_controller:controller_runtime_reconcile:rate5m\n, 1)",
           },
         ],
       },
@@ -116,11 +116,11 @@
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d",
-            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[1d])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[1d])",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[1d])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[1d])\n, 1)",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d",
-            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[3d])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[3d])",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[3d])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[3d])\n, 1)",
           },
         ],
       },
@@ -130,11 +130,11 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate30m",
-            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[30m])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[30m])",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[30m])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[30m])\n, 1)",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1h",
-            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[1h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[1h])",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[1h])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[1h])\n, 1)",
           },
         ],
       },
@@ -144,11 +144,11 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h",
-            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[2h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[2h])",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[2h])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[2h])\n, 1)",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h",
-            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[6h])\n/\nsum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[6h])",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[6h])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[6h])\n, 1)",
           },
         ],
       },

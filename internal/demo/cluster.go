@@ -41,9 +41,11 @@ type Cluster struct {
 	rules string // the generated rule file
 	// configFile is the generator config the rules come from (for `loopwatch diagnose --config`).
 	configFile string
-	cp         *stack.ControlPlane
-	kube       client.Client
-	tls        *certs
+	// shares are the recording rules whose values must stay within [0, 1] (checkShares).
+	shares []string
+	cp     *stack.ControlPlane
+	kube   client.Client
+	tls    *certs
 	// exporterAddr is where the webhook posts; the current scene's exporter listens there.
 	exporterAddr string
 	exporter     *exporterProcess
@@ -108,6 +110,7 @@ func (c *Cluster) writeRules() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	c.shares = m.ShareRecordings()
 	if err := gen.WriteFiles(c.dir, files); err != nil {
 		return "", err
 	}

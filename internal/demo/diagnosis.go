@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -37,6 +38,8 @@ type Diagnosed struct {
 	Right bool
 	// Err is why diagnose could not run.
 	Err error
+	// Report is diagnose's text report when Said is wrong, to show why.
+	Report string
 }
 
 // diagnosis runs `loopwatch diagnose` (its Go API) on the scene's Prometheus over the scene's
@@ -66,7 +69,7 @@ func (s *Scene) judge(ctx context.Context, want Diagnosis) Diagnosed {
 		if len(r.Controllers) > 0 && len(verdicts) == 0 {
 			return Diagnosed{Said: string(diagnose.Healthy), Right: true}
 		}
-		return Diagnosed{Said: strings.Join(verdicts, ", ")}
+		return Diagnosed{Said: strings.Join(verdicts, ", "), Report: reportText(r)}
 	}
 	c, ok := r.Find(s.Namespace, operatorJob, want.Controller)
 	if !ok {
@@ -76,5 +79,38 @@ func (s *Scene) judge(ctx context.Context, want Diagnosis) Diagnosed {
 	if said == "" {
 		said = string(c.Verdict)
 	}
-	return Diagnosed{Said: said, Right: said == want.Cause.FullName()}
+	d := Diagnosed{Said: said, Right: said == want.Cause.FullName()}
+	if !d.Right {
+		d.Report = reportText(r)
+	}
+	return d
+}
+
+// reportText is r as `loopwatch diagnose` prints it.
+func reportText(r diagnose.Report) string {
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		return fmt.Sprintf("(report not written: %v)", err)
+	}
+	return b.String()
+}
+
+// checkShares checks that every value the scene's Prometheus recorded for a share (a recording
+// rule declared gen.Recording.Share) stayed within [0, 1]. Rules that divide the outputs of two
+// groups see them up to an interval apart: a share recorded as 1.85 or +Inf reads as "185 % of
+// reconciles fail" and as a peak the failure fell from.
+func (s *Scene) checkShares(ctx context.Context) error {
+	window := (time.Since(s.start).Round(time.Second) + time.Second).String()
+	var errs []error
+	for _, name := range s.c.shares {
+		q := fmt.Sprintf("max_over_time(%[1]s[%[2]s]) > 1 or min_over_time(%[1]s[%[2]s]) < 0", name, window)
+		v, err := s.prom.Query(ctx, q)
+		if err != nil {
+			return fmt.Errorf("check shares: %w", err)
+		}
+		for _, smp := range v {
+			errs = append(errs, fmt.Errorf("share %s%s went to %v, outside [0, 1]", name, smp.Metric, smp.Value))
+		}
+	}
+	return errors.Join(errs...)
 }

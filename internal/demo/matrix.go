@@ -79,6 +79,9 @@ func (c *Cluster) RunIncident(ctx context.Context, inc Incident, keep bool) (res
 	w := &watch{s: s, expect: inc.Expect, fired: res.Fired, seen: map[string]bool{},
 		set: make(chan struct{}), allFired: make(chan struct{})}
 	res.Err = c.play(ctx, s, inc, w)
+	if res.Err == nil {
+		res.Err = s.checkShares(ctx)
+	}
 	res.Others = w.others
 	if res.Err == nil && inc.Diagnosis != nil {
 		d := s.judge(ctx, *inc.Diagnosis)
@@ -89,7 +92,7 @@ func (c *Cluster) RunIncident(ctx context.Context, inc Incident, keep bool) (res
 		case d.Right:
 			s.say("diagnose: %s", d.Said)
 		default:
-			s.say("DIAGNOSIS WRONG: diagnose said %s", d.Said)
+			s.say("DIAGNOSIS WRONG: diagnose said %s; its report:\n%s", d.Said, d.Report)
 		}
 	}
 	return res, s
