@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -93,24 +92,4 @@ func reportText(r diagnose.Report) string {
 		return fmt.Sprintf("(report not written: %v)", err)
 	}
 	return b.String()
-}
-
-// checkShares checks that every value the scene's Prometheus recorded for a share (a recording
-// rule declared gen.Recording.Share) stayed within [0, 1]. Rules that divide the outputs of two
-// groups see them up to an interval apart: a share recorded as 1.85 or +Inf reads as "185 % of
-// reconciles fail" and as a peak the failure fell from.
-func (s *Scene) checkShares(ctx context.Context) error {
-	window := (time.Since(s.start).Round(time.Second) + time.Second).String()
-	var errs []error
-	for _, name := range s.c.shares {
-		q := fmt.Sprintf("max_over_time(%[1]s[%[2]s]) > 1 or min_over_time(%[1]s[%[2]s]) < 0", name, window)
-		v, err := s.prom.Query(ctx, q)
-		if err != nil {
-			return fmt.Errorf("check shares: %w", err)
-		}
-		for _, smp := range v {
-			errs = append(errs, fmt.Errorf("share %s%s went to %v, outside [0, 1]", name, smp.Metric, smp.Value))
-		}
-	}
-	return errors.Join(errs...)
 }

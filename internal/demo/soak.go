@@ -69,7 +69,8 @@ const soakPods = 5
 // Soak runs a healthy operator under production rules for Duration with churn — Backups on
 // schedules (snapshots, retention, status updates), a user editing specs, Backups created and
 // deleted (finalizers), a rolling restart of both replicas, a handover when the leader's pod goes
-// away — and records every loopwatch alert that goes pending or fires. There must be none.
+// away — and records every loopwatch alert that goes pending or fires. There must be none, and
+// every recorded share must stay within [0, 1] (an error when one did not).
 func Soak(ctx context.Context, opts SoakOptions) (res SoakResult, err error) {
 	if opts.Out == nil {
 		opts.Out = os.Stdout
@@ -201,7 +202,8 @@ func Soak(ctx context.Context, opts SoakOptions) (res SoakResult, err error) {
 		return res, err
 	}
 	cancel()
-	return res, nil
+	// Production intervals put the groups whose outputs a ratio divides up to a minute apart.
+	return res, s.checkShares(ctx)
 }
 
 // waitLeader waits until a replica other than old leads and returns how long it took.
