@@ -208,25 +208,26 @@ func (m *Model) rule(a *Alert) (Rule, bool) {
 // ShareRecordings returns the names of the model's recording rules whose value is a share
 // (Recording.Share), sorted.
 func (m *Model) ShareRecordings() []string {
-	var names []string
-	for _, g := range m.Groups {
-		for _, r := range g.Rules {
-			if r.Recording != nil && r.Recording.Share {
-				names = append(names, r.Record)
-			}
+	return m.ruleNames(func(r Rule) string {
+		if r.Recording != nil && r.Recording.Share {
+			return r.Record
 		}
-	}
-	sort.Strings(names)
-	return names
+		return ""
+	})
 }
 
 // Alerts returns the names of every alert in the model, sorted.
 func (m *Model) Alerts() []string {
+	return m.ruleNames(func(r Rule) string { return r.Alert })
+}
+
+// ruleNames returns the non-empty names that name gives the model's rules, sorted.
+func (m *Model) ruleNames(name func(Rule) string) []string {
 	var names []string
 	for _, g := range m.Groups {
 		for _, r := range g.Rules {
-			if r.Alert != "" {
-				names = append(names, r.Alert)
+			if n := name(r); n != "" {
+				names = append(names, n)
 			}
 		}
 	}
