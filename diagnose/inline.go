@@ -75,11 +75,16 @@ func (in *inliner) expr(e parser.Expr) (parser.Expr, error) {
 		if _, ok := in.missing[vs.Name]; !ok {
 			return e, nil
 		}
-		inner, err := in.replace(vs)
+		// A range some time back (the SLO rules' past day sums read a day sum one day back)
+		// becomes a subquery that far back.
+		back := vs.OriginalOffset
+		at := *vs
+		at.OriginalOffset = 0
+		inner, err := in.replace(&at)
 		if err != nil {
 			return nil, err
 		}
-		return &parser.SubqueryExpr{Expr: inner, Range: n.Range, Step: in.step(n.Range)}, nil
+		return &parser.SubqueryExpr{Expr: inner, Range: n.Range, Step: in.step(n.Range), OriginalOffset: back}, nil
 	case *parser.AggregateExpr:
 		if n.Expr, err = in.expr(n.Expr); err != nil {
 			return nil, err

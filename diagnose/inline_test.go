@@ -46,6 +46,11 @@ func TestInline(t *testing.T) {
 			query: `avg_over_time(job:latency:mean5m[1d])`,
 			want:  `avg_over_time((sum by (job) (rate(t_sum[5m])) / (sum by (job) (rate(t_count[5m])) > 0))[1d:10m])`,
 		},
+		{
+			name:  "a range some time back becomes a subquery that far back",
+			query: `last_over_time(job:latency:mean5m[30m] offset 1d)`,
+			want:  `last_over_time((sum by (job) (rate(t_sum[5m])) / (sum by (job) (rate(t_count[5m])) > 0))[30m:1m] offset 1d)`,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := in.rewrite(tc.query)
@@ -60,7 +65,7 @@ func TestInline(t *testing.T) {
 			}
 		})
 	}
-	t.Run("an offset on a missing recording is refused", func(t *testing.T) {
+	t.Run("an offset on an instant read of a missing recording is refused", func(t *testing.T) {
 		_, err := in.rewrite(`job:requests:rate5m offset 1h`)
 		if err == nil || !strings.Contains(err.Error(), "offset") {
 			t.Errorf("error %v, want one about offset", err)

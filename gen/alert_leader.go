@@ -167,6 +167,56 @@ var LeaderMultiple = &Alert{
 	},
 }
 
+// levelReplicaLease: one replica's view of one lease.
+var levelReplicaLease = levelUp.with("name")
+
+// leaderSampleInterval is the evaluation interval of the group that samples the leader status
+// (recLeaderStatus), whatever the rule interval: LeaderFlapping counts changes over an hour.
+const leaderSampleInterval = time.Minute
+
+// recLeaderStatus samples every replica's leader status once per leaderSampleInterval, for
+// LeaderFlapping: its hour of changes() reads 60 samples per replica instead of one per scrape
+// (240 at 15s scrapes; at 500 × 3 the raw hour was 359,000 samples per evaluation). A status
+// that changes and changes back within a minute is not seen; a lease that changes hands every
+// few minutes is. promtool evaluates every group at the test's interval, so the tests sample at
+// that interval.
+var recLeaderStatus = &Recording{
+	Name:     levelReplicaLease.record("leader_election_master_status", "max"),
+	ForAlert: "leaderFlapping",
+	Expr: func(e *exprEnv) string {
+		return maxBy(levelReplicaLease, sel("leader_election_master_status", e.Selector("controller")))
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		a, b := leaseReplicas(c)
+		return []ExprCase{{
+			Name:   "records each replica's status of each lease",
+			At:     5 * time.Minute,
+			Series: []*Series{Gauge("leader_election_master_status", a, 1), Gauge("leader_election_master_status", b, 0)},
+			Want:   []Sample{{c.AtLevel(levelReplicaLease, a), 1}, {c.AtLevel(levelReplicaLease, b), 0}},
+		}}
+	},
+}
+
+// sampledChanges is changes(…[window]) at t over s as recLeaderStatus records it: the last
+// sample at or before each evaluation, every `every`.
+func sampledChanges(s *Series, window, t, every time.Duration) int {
+	n, prev, have := 0, 0.0, false
+	for e := t - (t-window)%every - window + every; e <= t; e += every {
+		if e <= t-window || e < 0 {
+			continue
+		}
+		v, ok := s.sampleAt(e - e%sampleInterval)
+		if !ok {
+			continue
+		}
+		if have && v != prev {
+			n++
+		}
+		prev, have = v, true
+	}
+	return n
+}
+
 // LeaderFlapping fires when leadership changes hands too often: replicas that crash or miss
 // renewals (CPU throttling, a slow API server) hand the lease back and forth.
 var LeaderFlapping = &Alert{
@@ -178,7 +228,7 @@ var LeaderFlapping = &Alert{
 	},
 	Level: levelLease,
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelLease, "changes("+sel("leader_election_master_status", e.Selector("controller"))+"[1h])") + " > " + e.P("threshold")
+		return sumBy(levelLease, "changes("+recLeaderStatus.Name+"[1h])") + " > " + e.P("threshold")
 	},
 	Summary:     "A controller's leadership changes too often.",
 	Description: "Leadership of lease {{ $labels.name }} in {{ $labels.namespace }}/{{ $labels.job }} changed {{ $value }} times in the last hour. Replicas that crash or miss renewals (CPU throttling, slow API server) hand the lease back and forth; each handover restarts every informer.",
@@ -202,15 +252,7 @@ var LeaderFlapping = &Alert{
 			sb.Set(t, float64((i+1)%2))
 		}
 		changes := func(t time.Duration) float64 {
-			// A handover at h is a change inside (t-1h, t] when the samples at h and before h both are.
-			first := max(incidentAt, t-time.Hour+2*sampleInterval)
-			n := 0
-			for h := incidentAt; h <= t; h += every {
-				if h >= first {
-					n++
-				}
-			}
-			return float64(2 * n)
+			return float64(sampledChanges(sa, time.Hour, t, c.Interval()) + sampledChanges(sb, time.Hour, t, c.Interval()))
 		}
 		one := []*Series{
 			Gauge("leader_election_master_status", a, 1).Set(incidentAt, 0),

@@ -58,11 +58,20 @@ func TestSLOTraceCoarseWindowsLagTheFineOnes(t *testing.T) {
 // them in the order of sloFineWindows and sloCoarseWindows.
 func TestSLOGroupsRecordEveryWindowOnce(t *testing.T) {
 	var got []string
-	for _, windows := range [][]string{sloShortGroupWindows, sloLongGroupWindows, sloCoarseGroupWindows} {
+	for _, windows := range [][]string{sloShortGroupWindows, sloLongGroupWindows, sloCoarseGroupWindows, sloDaysGroupWindows} {
 		got = append(got, windows...)
 	}
 	want := append(slices.Clone(sloFineWindows), sloCoarseWindows...)
 	if !slices.Equal(got, want) {
 		t.Errorf("the SLO groups record the ratios over %v, want each of %v once", got, want)
+	}
+}
+
+// The ratios over a day and more add day sums (sloDaysSum): their windows are whole days.
+func TestSLODaySumWindowsAreWholeDays(t *testing.T) {
+	for _, w := range append(slices.Clone(sloCoarseGroupWindows), sloDaysGroupWindows...) {
+		if d := parseWindow(w); d < sloDay || d%sloDay != 0 {
+			t.Errorf("the ratio over %s adds day sums, but %s is not a whole number of days", w, w)
+		}
 	}
 }

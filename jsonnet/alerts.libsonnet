@@ -222,7 +222,7 @@
         rules: [
           {
             alert: "LoopwatchLeaderFlapping",
-            expr: "sum by (%(clusterLabel)s, namespace, job, name) (changes(leader_election_master_status{%(controllerSelector)s}[1h])) > %(leaderFlappingThreshold)g" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, name) (changes(cluster_namespace_job_pod_instance_name:leader_election_master_status:max[1h])) > %(leaderFlappingThreshold)g" % $._config,
             [if "%(leaderFlappingFor)s" % $._config != '0s' then 'for']: "%(leaderFlappingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {

@@ -115,12 +115,42 @@
             expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[30m])",
           },
           {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d",
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[1d])",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d",
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[1d])",
+          },
+          {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d",
-            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[1d])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[1d])\n, 1)",
+            expr: "clamp_max(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d\n  /\n  cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d\n, 1)",
+          },
+        ],
+      },
+      {
+        name: "loopwatch.slo.days.rules",
+        interval: "30m",
+        rules: [
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset1d",
+            expr: "last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m] offset 1d)",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset2d",
+            expr: "last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m] offset 2d)",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset1d",
+            expr: "last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d[30m] offset 1d)",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset2d",
+            expr: "last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d[30m] offset 2d)",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d",
-            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[3d])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m[3d])\n, 1)",
+            expr: "clamp_max(\n  (\n    last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m])\n    + (cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset1d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m]) * 0)\n    + (cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset2d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m]) * 0)\n  )\n  /\n  (\n    last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d[30m])\n    + (cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset1d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d[30m]) * 0)\n    + (cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset2d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d[30m]) * 0)\n  )\n, 1)",
           },
         ],
       },
@@ -193,6 +223,16 @@
           {
             record: "cluster_priority_level_flow_schema_le:apiserver_flowcontrol_request_wait_duration_seconds_bucket:rate5m",
             expr: "sum by (%(clusterLabel)s, priority_level, flow_schema, le) (rate(apiserver_flowcontrol_request_wait_duration_seconds_bucket{%(apiserverSelector)s}[5m]))" % $._config,
+          },
+        ],
+      },
+      {
+        name: "loopwatch.leader-election.rules",
+        interval: "1m",
+        rules: [
+          {
+            record: "cluster_namespace_job_pod_instance_name:leader_election_master_status:max",
+            expr: "max by (%(clusterLabel)s, namespace, job, pod, instance, name) (leader_election_master_status{%(controllerSelector)s})" % $._config,
           },
         ],
       },

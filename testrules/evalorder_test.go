@@ -6,9 +6,11 @@ import (
 )
 
 // TestTestFilesEvaluateEveryGroupInOrder fails when a test file does not load the generated rule
-// file, or its group_eval_order misses a group or lists an alerting group before a recording
-// group. promtool gives unlisted groups position 0, so a missing group would silently be
-// evaluated first.
+// file, or its group_eval_order misses a group, lists an alerting group before a recording
+// group, or lists the recording groups in another order than the rule file (a recording group
+// may read what one before it recorded at the same timestamp: the 3d error ratio reads the day
+// sums of the coarse SLO group). promtool gives unlisted groups position 0, so a missing group
+// would silently be evaluated first.
 func TestTestFilesEvaluateEveryGroupInOrder(t *testing.T) {
 	groups := loadRules(t)
 	for path, f := range loadTestFiles(t) {
@@ -23,6 +25,9 @@ func TestTestFilesEvaluateEveryGroupInOrder(t *testing.T) {
 				continue
 			}
 			if isRecordingGroup(g.Rules) {
+				if i < lastRecording {
+					t.Errorf("%s: group_eval_order lists recording group %s before %s, unlike the rule file", path, g.Name, f.GroupEvalOrder[lastRecording])
+				}
 				lastRecording = max(lastRecording, i)
 			} else {
 				firstAlerting = min(firstAlerting, i)

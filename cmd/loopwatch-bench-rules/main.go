@@ -68,6 +68,7 @@ func run() error {
 	flag.IntVar(&o.Workers, "workers", 0, "blocks written in parallel (default GOMAXPROCS)")
 	flag.BoolVar(&o.StandbySeries, "standby-series", o.StandbySeries, "standby replicas expose the controller-runtime series too (flat); false: only the leader does")
 	flag.Float64Var(&o.Scenarios.Backlog, "backlog-share", o.Scenarios.Backlog, "share of controllers with a growing work queue (pending LoopwatchQueueBacklog)")
+	flag.BoolVar(&o.EveryGroup, "every-group", o.EveryGroup, "also measure the slower groups (5m, 30m) at each phase's interval, as copies whose output nothing reads, so that they get -evals evaluations instead of one or none")
 	flag.Var(&promArgs, "prometheus-arg", "extra Prometheus flag, e.g. --enable-feature=concurrent-rule-eval (repeatable)")
 	flag.StringVar(&markdown, "out", "", "write the Markdown report here as well as to stdout")
 	flag.StringVar(&jsonOut, "json", "", "write the JSON report here")

@@ -3,6 +3,7 @@ package benchrules
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -212,8 +213,10 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The SLO ratios read the 5m rates (computed from the per-pod ones) over up to 2h, and the
-	// coarse 30m averages over up to 3d; the slow-burn alert reads the 1d and 3d ratios the
-	// coarse group records over the last hour: all of them need history, inputs first.
+	// coarse 30m averages over up to 1d; the 3d ratio adds the day sums of one and two days ago,
+	// which read the day sums over a range; the slow-burn alert reads the 1d and 3d ratios the coarse group records over the last
+	// hour; LoopwatchLeaderFlapping reads an hour of the sampled leader status: all of them need
+	// history, inputs first.
 	var got []string
 	for _, r := range rules {
 		got = append(got, r.record+"@"+r.interval.String())
@@ -224,8 +227,15 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset1d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset2d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset1d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset2d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d@30m0s",
+		"cluster_namespace_job_pod_instance_name:leader_election_master_status:max@1m0s",
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("recordings read over a range, in backfill order:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -388,5 +398,28 @@ func TestWithIntervalRewritesTheBaseGroupsOnly(t *testing.T) {
 	}
 	if got := groupInterval(out.groups[1]); got != 30*time.Minute {
 		t.Errorf("slow group at %s, want its own 30m", got)
+	}
+
+	// everyGroup: the slow group keeps its interval under another name, and a copy of it under
+	// its name, evaluated every 15s, records and alerts under names nothing reads.
+	rf.everyGroup = true
+	changed, err = rf.withInterval(filepath.Join(dir, "every.yaml"), 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(changed, ",") != "fast,slow" {
+		t.Errorf("with everyGroup changed %v, want both groups", changed)
+	}
+	out = mustRuleFile(t, filepath.Join(dir, "every.yaml"))
+	var got []string
+	for _, g := range out.groups {
+		got = append(got, fmt.Sprintf("%s@%s:%s", g.Name, groupInterval(g), g.Rules[0].Record))
+	}
+	want := "fast@15s:a:b:c slow@15s:a:b:d" + copySuffix + " slow" + ownIntervalSuffix + "@30m0s:a:b:d"
+	if strings.Join(got, " ") != want {
+		t.Errorf("with everyGroup the file has %q, want %q", strings.Join(got, " "), want)
+	}
+	if got := groupIntervalIn(rf, "slow", "15s"); got != 15*time.Second {
+		t.Errorf("with everyGroup, the slow group's interval in the 15s phase is %s, want 15s", got)
 	}
 }

@@ -22,6 +22,7 @@ type evaluations struct {
 	last       time.Time
 	seen       int // every evaluation seen, warm-up included
 	group      []float64
+	starts     []time.Time          // start of each evaluation in group, the same order
 	rules      map[string][]float64 // rule name -> evaluation times, in group order
 	ruleOrder  []string
 }
@@ -54,10 +55,11 @@ func (s *sampler) poll(ctx context.Context) error {
 		if !ok {
 			e = &evaluations{file: g.File, name: g.Name, interval: time.Duration(g.Interval * float64(time.Second)), rules: map[string][]float64{}}
 			for _, r := range g.Rules {
-				if _, dup := e.rules[r.Name]; !dup {
-					e.ruleOrder = append(e.ruleOrder, r.Name)
+				name := strings.TrimSuffix(r.Name, copySuffix)
+				if _, dup := e.rules[name]; !dup {
+					e.ruleOrder = append(e.ruleOrder, name)
 				}
-				e.rules[r.Name] = nil
+				e.rules[name] = nil
 			}
 			s.groups[g.Name] = e
 			s.order = append(s.order, g.Name)
@@ -71,10 +73,12 @@ func (s *sampler) poll(ctx context.Context) error {
 			continue
 		}
 		e.group = append(e.group, g.EvaluationTime)
+		e.starts = append(e.starts, g.LastEvaluation)
 		// Several rules may share a name (an alert split by labels): sum them per evaluation.
 		perRule := map[string]float64{}
 		for _, r := range g.Rules {
-			perRule[r.Name] += r.EvaluationTime
+			// A slower group's measured copy names its rules with copySuffix.
+			perRule[strings.TrimSuffix(r.Name, copySuffix)] += r.EvaluationTime
 		}
 		for name, v := range perRule {
 			e.rules[name] = append(e.rules[name], v)

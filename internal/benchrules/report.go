@@ -11,16 +11,18 @@ import (
 
 // Report is the result of Run, rendered as Markdown (WriteMarkdown) or JSON.
 type Report struct {
-	RuleFile       string        `json:"ruleFile"`
-	Prometheus     string        `json:"prometheus"`
-	CPUs           int           `json:"cpus"`
-	Started        time.Time     `json:"started"`
-	Duration       string        `json:"duration"`
-	ScrapeInterval string        `json:"scrapeInterval"`
-	History        string        `json:"history"`
-	Scraped        string        `json:"scraped"`
-	Replicas       int           `json:"replicas"`
-	Fleets         []FleetResult `json:"fleets"`
+	RuleFile       string    `json:"ruleFile"`
+	Prometheus     string    `json:"prometheus"`
+	CPUs           int       `json:"cpus"`
+	Started        time.Time `json:"started"`
+	Duration       string    `json:"duration"`
+	ScrapeInterval string    `json:"scrapeInterval"`
+	History        string    `json:"history"`
+	Scraped        string    `json:"scraped"`
+	Replicas       int       `json:"replicas"`
+	// EveryGroup: the slower groups were evaluated at each phase's interval too.
+	EveryGroup bool          `json:"everyGroup"`
+	Fleets     []FleetResult `json:"fleets"`
 }
 
 // FleetResult is one fleet size: its backfill and each measured interval.
@@ -57,6 +59,8 @@ type Phase struct {
 	EngineSamplesPerSecond float64       `json:"engineSamplesPerSecond"`
 	HeadSeries             int           `json:"headSeries"`
 	Groups                 []GroupResult `json:"groups"`
+	// GCCycles are Prometheus' garbage collection cycles during the phase.
+	GCCycles []GCCycle `json:"gcCycles"`
 	// Incomplete says why the phase ended before every group had its evaluations.
 	Incomplete string `json:"incomplete,omitempty"`
 }
@@ -70,6 +74,14 @@ type GroupResult struct {
 	Failures    float64      `json:"failures"`
 	Missed      float64      `json:"missedIterations"`
 	Rules       []RuleResult `json:"rules"`
+	// Runs are the measured evaluations, in order: when each started and what it took.
+	Runs []Evaluation `json:"runs"`
+}
+
+// Evaluation is one evaluation of a group.
+type Evaluation struct {
+	Start   time.Time `json:"start"`
+	Seconds float64   `json:"seconds"`
 }
 
 // RuleResult is one rule's evaluation time in one phase, and its active alerts at the end.
@@ -95,6 +107,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Rule file `%s` on %s, %d CPUs. Each controller runs %d replicas scraped every %s; %s of backfilled history, and Prometheus scraped for %s before the first measurement. Started %s, took %s.\n\n",
 		r.RuleFile, r.Prometheus, r.CPUs, r.Replicas, r.ScrapeInterval, r.History, r.Scraped, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration)
+	if r.EveryGroup {
+		b.WriteString("Every group, the slower ones (an interval of their own) too, was evaluated at each phase's interval (`-every-group`): the slower groups have as many evaluations as the others.\n\n")
+	}
 	r.summary(&b)
 	for _, f := range r.Fleets {
 		for _, ph := range f.Phases {
@@ -216,6 +231,7 @@ func (f FleetResult) phaseTable(b *strings.Builder, ph Phase) {
 			ms(g.Seconds.P50), ms(g.Seconds.P90), ms(g.Seconds.Max), samples, count(g.Failures), count(g.Missed))
 	}
 	b.WriteString("\n")
+	phaseTails(ph).write(b)
 }
 
 // expensiveRules lists the top rules by p90 evaluation time in the default-interval phase (the

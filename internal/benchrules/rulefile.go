@@ -24,6 +24,9 @@ const defaultGroupInterval = time.Minute
 type ruleFile struct {
 	path   string
 	groups []rulefmt.RuleGroup
+	// everyGroup: the slower groups are measured at a phase's interval too (see
+	// Options.EveryGroup and withInterval).
+	everyGroup bool
 }
 
 var promqlParser = parser.NewParser(parser.Options{})
@@ -59,17 +62,49 @@ func (rf *ruleFile) baseInterval() time.Duration {
 	return base
 }
 
+// copySuffix ends the names of a slower group's measured copy's rules (see withInterval), and
+// ownIntervalSuffix the name of the group it copies.
+const (
+	copySuffix        = "_bench_copy"
+	ownIntervalSuffix = " (own interval)"
+)
+
 // withInterval writes a copy of the file to path in which every group evaluated at the base
 // interval is evaluated every interval instead; slower groups keep theirs. It returns the names
 // of the groups it changed.
+//
+// With everyGroup, each slower group is also measured at interval: the file gets a copy of it
+// under its name, evaluated every interval, whose rules record and alert under names ending in
+// copySuffix, while the group itself, renamed with ownIntervalSuffix, keeps its interval. So
+// the copy reads the series the slower group writes at its own cadence, as in production, and
+// what the copy writes is read by nothing: evaluating the slower group itself more often would
+// write its recordings more often and make every range over them (a day of 30-minute averages,
+// an hour of the last 1d ratio) read more samples than in production.
 func (rf *ruleFile) withInterval(path string, interval time.Duration) ([]string, error) {
 	base := rf.baseInterval()
 	var out rulefmt.RuleGroups
 	var changed []string
 	for _, g := range rf.groups {
-		if groupInterval(g) == base && interval != base {
+		own := groupInterval(g)
+		switch {
+		case own == base && interval != base:
 			g.Interval = model.Duration(interval)
 			changed = append(changed, g.Name)
+		case own > base && rf.everyGroup:
+			measured := g
+			measured.Interval = model.Duration(interval)
+			measured.Rules = nil
+			for _, r := range g.Rules {
+				if r.Record != "" {
+					r.Record += copySuffix
+				} else {
+					r.Alert += copySuffix
+				}
+				measured.Rules = append(measured.Rules, r)
+			}
+			g.Name += ownIntervalSuffix
+			out.Groups = append(out.Groups, measured)
+			changed = append(changed, measured.Name)
 		}
 		out.Groups = append(out.Groups, g)
 	}

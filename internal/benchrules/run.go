@@ -54,6 +54,12 @@ type Options struct {
 	// StandbySeries and Scenarios shape the fleet; see FleetConfig.
 	StandbySeries bool
 	Scenarios     Scenarios
+	// EveryGroup also measures the slower groups (an interval of their own, longer than the
+	// base) at each phase's interval, so that they get Evals evaluations like the others instead
+	// of one or none: what one evaluation costs depends on the ranges it reads, not on how often
+	// it runs. A copy of each is evaluated at the phase's interval, writing series nothing reads,
+	// beside the group itself at its own interval (see ruleFile.withInterval).
+	EveryGroup bool
 	// PrometheusArgs are appended to Prometheus' command line.
 	PrometheusArgs []string
 	Logf           func(format string, args ...any)
@@ -67,7 +73,7 @@ func DefaultOptions() Options {
 	return Options{
 		RuleFile: "rules/loopwatch.rules.yaml", Controllers: []int{50, 500}, Replicas: 3,
 		ScrapeInterval: 15 * time.Second, Intervals: []string{"15s", IntervalDefault},
-		History: 72 * time.Hour, Scraped: 6 * time.Minute, Evals: 10, Warmup: 1, StandbySeries: true,
+		History: 72 * time.Hour, Scraped: 6 * time.Minute, Evals: 10, Warmup: 1, StandbySeries: true, EveryGroup: true,
 		Scenarios: DefaultScenarios(), Logf: func(string, ...any) {},
 	}
 }
@@ -115,6 +121,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rf.everyGroup = o.EveryGroup
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -126,6 +133,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		RuleFile: o.RuleFile, Started: time.Now().UTC(), CPUs: runtime.NumCPU(),
 		Prometheus: prometheusVersion(bin), ScrapeInterval: o.ScrapeInterval.String(),
 		History: o.History.String(), Scraped: o.scraped().String(), Replicas: o.Replicas,
+		EveryGroup: o.EveryGroup,
 	}
 	for _, n := range o.Controllers {
 		fr, err := runFleet(ctx, o, rf, n)
@@ -208,6 +216,9 @@ func runFleet(ctx context.Context, o Options, rf *ruleFile, n int) (_ *FleetResu
 			"--storage.tsdb.min-block-duration=2h", "--storage.tsdb.max-block-duration=2h",
 			"--storage.tsdb.retention.time=15d",
 		}, o.PrometheusArgs...),
+		// A line per garbage collection cycle in the log: the report sets the slow evaluations
+		// against the cycles.
+		Env: gctraceEnv(),
 	})
 	if err != nil {
 		return fr, err
@@ -385,7 +396,9 @@ func scrapeTargets(f *Fleet, addr string) []stack.ScrapeTarget {
 }
 
 // checkHistory fails unless Prometheus serves the backfilled history: every target's up an hour
-// after the history starts, and the backfilled recorded series.
+// after the history starts, and each backfilled recorded series an hour before it ends (a
+// recording that reads another one days back, as the SLO rules' past day sums do, starts that
+// much later than the history).
 func checkHistory(ctx context.Context, api *apiClient, f *Fleet, history time.Duration, rf *ruleFile) error {
 	offset := (history - time.Hour).Truncate(time.Minute)
 	q := fmt.Sprintf("count(count_over_time(up[10m] offset %s))", promDuration(offset))
@@ -402,7 +415,7 @@ func checkHistory(ctx context.Context, api *apiClient, f *Fleet, history time.Du
 	}
 	for _, r := range rules {
 		window := max(10*time.Minute, 2*r.interval) // a slow group's series has a sample per interval
-		q := fmt.Sprintf("count(count_over_time(%s[%s] offset %s))", r.record, promDuration(window), promDuration(offset))
+		q := fmt.Sprintf("count(count_over_time(%s[%s] offset 1h))", r.record, promDuration(window))
 		got, err := api.scalarQuery(ctx, q)
 		if err != nil {
 			return err
@@ -440,9 +453,12 @@ func measurePhase(ctx context.Context, prom *stack.Prometheus, api *apiClient, r
 		if err := s.poll(ctx); err != nil {
 			return ph, err
 		}
-		done := len(s.groups) == len(rf.groups)
+		done := true
 		var behind []string
 		for _, g := range rf.groups {
+			if _, seen := s.groups[g.Name]; !seen {
+				done = false // not loaded yet
+			}
 			if interval := groupIntervalIn(rf, g.Name, iv); interval > base {
 				continue // a slow group: measured if it runs, not waited for
 			}
@@ -483,6 +499,9 @@ func measurePhase(ctx context.Context, prom *stack.Prometheus, api *apiClient, r
 		ph.OtherCPU = max(0, (cpuAfter.machine-cpuBefore.machine)/wall-ph.PrometheusCPU-ph.BenchCPU)
 	}
 	ph.EngineSamplesPerSecond = (after.engineSamples - before.engineSamples) / wall
+	if ph.GCCycles, err = gcCyclesBetween(prom.Logs()["prometheus"], prom.Started(), ph.Start, ph.End); err != nil {
+		return ph, err
+	}
 	ph.HeadSeries = int(after.headSeries)
 	for _, name := range s.order {
 		e := s.groups[name]
@@ -492,6 +511,9 @@ func measurePhase(ctx context.Context, prom *stack.Prometheus, api *apiClient, r
 			Seconds:  quantiles(e.group),
 			Failures: after.failures[key] - before.failures[key],
 			Missed:   after.missed[key] - before.missed[key],
+		}
+		for i, start := range e.starts {
+			g.Runs = append(g.Runs, Evaluation{Start: start, Seconds: e.group[i]})
 		}
 		for _, r := range e.ruleOrder {
 			g.Rules = append(g.Rules, RuleResult{Name: r, Seconds: quantiles(e.rules[r])})
@@ -538,7 +560,7 @@ func groupIntervalIn(rf *ruleFile, group, iv string) time.Duration {
 		if g.Name != group {
 			continue
 		}
-		if d := groupInterval(g); d != rf.baseInterval() {
+		if d := groupInterval(g); d != rf.baseInterval() && !rf.everyGroup {
 			return d
 		}
 		return phaseInterval(rf, iv)

@@ -113,7 +113,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, bin string, timeout time.
 		"--unsafe-no-fsync=true",
 		"--log-level=warn",
 	}
-	p, err := startProcess("etcd", bin, args, filepath.Join(cp.dir, "etcd.log"))
+	p, err := startProcess("etcd", bin, args, nil, filepath.Join(cp.dir, "etcd.log"))
 	if err != nil {
 		return "", err
 	}
@@ -184,7 +184,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	}
 	args = append(args, audit...)
 	args = append(args, opts.ExtraAPIServerArgs...)
-	p, err := startProcess("kube-apiserver", bin, args, filepath.Join(cp.dir, "kube-apiserver.log"))
+	p, err := startProcess("kube-apiserver", bin, args, nil, filepath.Join(cp.dir, "kube-apiserver.log"))
 	if err != nil {
 		return err
 	}

@@ -121,6 +121,7 @@
 //		StartTimeout       time.Duration // default 60s
 //		DataDir            string        // TSDB directory (existing blocks); default inside Dir
 //		Args               []string      // appended to the command line
+//		Env                []string      // added to the inherited environment
 //	}
 //	type ScrapeTarget struct {
 //		Job       string
@@ -140,6 +141,7 @@
 //	func (*Prometheus) API() promv1.API                       // github.com/prometheus/client_golang/api/prometheus/v1
 //	func (*Prometheus) Dir() string
 //	func (*Prometheus) Logs() map[string]string
+//	func (*Prometheus) Started() time.Time // when the process started
 //	func (*Prometheus) Query(ctx context.Context, query string) (model.Vector, error)      // instant query, now
 //	func (*Prometheus) WaitForQuery(ctx context.Context, query string) (model.Vector, error) // until non-empty
 //	func (*Prometheus) WaitForTargetsUp(ctx context.Context) error

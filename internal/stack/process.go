@@ -54,22 +54,28 @@ type process struct {
 	args    []string
 	logPath string
 	cmd     *exec.Cmd
+	started time.Time // just before the process was started
 	done    chan struct{}
 	waitErr error
 }
 
-// startProcess runs bin with args, output to logPath. The child gets its own process group and
-// SIGKILL when the test binary dies, so an aborted test leaves nothing behind.
-func startProcess(name, bin string, args []string, logPath string) (*process, error) {
+// startProcess runs bin with args, output to logPath, in this process' environment plus env. The
+// child gets its own process group and SIGKILL when the test binary dies, so an aborted test
+// leaves nothing behind.
+func startProcess(name, bin string, args, env []string, logPath string) (*process, error) {
 	p := &process{name: name, bin: bin, args: args, logPath: logPath, done: make(chan struct{})}
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, p.startError(fmt.Errorf("open log file: %w", err))
 	}
 	p.cmd = exec.Command(bin, args...)
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout = logFile
 	p.cmd.Stderr = logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p.started = time.Now()
 	if err := p.cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, p.startError(err)

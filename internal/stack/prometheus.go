@@ -36,6 +36,9 @@ type PrometheusOptions struct {
 	DataDir string
 	// Args are appended to Prometheus' command line (feature flags, TSDB settings).
 	Args []string
+	// Env is added to the environment Prometheus inherits (GODEBUG=gctrace=1 writes a line
+	// per garbage collection cycle to its log).
+	Env []string
 	// OneEvaluationInterval evaluates every rule group at EvaluationInterval, dropping the
 	// groups' own intervals as promtool does: a test that compresses time gets a group that
 	// runs every 30 minutes in production (loopwatch.slo.coarse.rules) evaluated too.
@@ -151,7 +154,7 @@ func StartPrometheus(ctx context.Context, opts PrometheusOptions) (p *Prometheus
 		"--log.level=info",
 	}
 	args = append(args, opts.Args...)
-	proc, err := startProcess("prometheus", bin, args, filepath.Join(dir, "prometheus.log"))
+	proc, err := startProcess("prometheus", bin, args, opts.Env, filepath.Join(dir, "prometheus.log"))
 	if err != nil {
 		return p, err
 	}
@@ -298,6 +301,15 @@ func (p *Prometheus) API() promv1.API { return p.api }
 
 // Dir is the working directory: configuration, TSDB and log file.
 func (p *Prometheus) Dir() string { return p.dir }
+
+// Started is when the Prometheus process was started (zero before): what the Go runtime's
+// gctrace lines in its log count from.
+func (p *Prometheus) Started() time.Time {
+	if p.proc == nil {
+		return time.Time{}
+	}
+	return p.proc.started
+}
 
 // Logs maps "prometheus" to its log file.
 func (p *Prometheus) Logs() map[string]string {
