@@ -197,22 +197,19 @@ var recLeaderStatus = &Recording{
 	},
 }
 
-// sampledChanges is changes(…[window]) at t over s as recLeaderStatus records it: the last
-// sample at or before each evaluation, every `every`.
+// sampledChanges is changes(…[window]) at the evaluation t over s as recLeaderStatus records
+// it: the last sample at or before each evaluation, every `every`, back from t.
 func sampledChanges(s *Series, window, t, every time.Duration) int {
-	n, prev, have := 0, 0.0, false
-	for e := t - (t-window)%every - window + every; e <= t; e += every {
-		if e <= t-window || e < 0 {
-			continue
-		}
+	n, later, have := 0, 0.0, false
+	for e := t; e > t-window && e >= 0; e -= every {
 		v, ok := s.sampleAt(e - e%sampleInterval)
 		if !ok {
 			continue
 		}
-		if have && v != prev {
+		if have && v != later {
 			n++
 		}
-		prev, have = v, true
+		later, have = v, true
 	}
 	return n
 }
