@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,8 +163,14 @@ func TestGeneratedOutputsOnRealComponents(t *testing.T) {
 					if r.Record == "" {
 						continue
 					}
+					reason := recordingRulesWithoutSeries[r.Record]
+					if strings.Contains(r.Expr, " offset ") {
+						// The SLO rules' past day sums read the day sum of one and two days ago:
+						// a run minutes long has none (their promtool tests run over days).
+						reason = "reads its input some time back (offset), further back than this run"
+					}
 					t.Run(r.Record, func(t *testing.T) {
-						expectData(ctx, t, prom, r.Record, recordingRulesWithoutSeries[r.Record])
+						expectData(ctx, t, prom, r.Record, reason)
 						if err := mgr.stopped(); err != nil {
 							t.Fatal(err)
 						}
