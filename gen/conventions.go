@@ -43,6 +43,7 @@ const (
 	groupLeaderTrend         = "loopwatch.leader-election.trend.alerts"
 	groupSLORules            = "loopwatch.slo.rules"
 	groupSLOLongRules        = "loopwatch.slo.long.rules"
+	groupSLOSampleRules      = "loopwatch.slo.sample.rules"
 	groupSLOCoarseRules      = "loopwatch.slo.coarse.rules"
 	groupSLODaysRules        = "loopwatch.slo.days.rules"
 	groupSLOAlerts           = "loopwatch.slo.alerts"

@@ -16,11 +16,16 @@ import (
 //
 //   - 5m: the controller's 5m error and reconcile rates (recReconcileErrors, recReconciles),
 //     recorded every evaluation interval.
-//   - 30m, 1h, 2h (fine windows): sum_over_time of those two 5m rates over the window, divided.
-//     At a 1m interval the 2h window reads 120 samples per controller and rate.
-//   - 6h, 1d, 3d (coarse windows): the two rates averaged over sloCoarseInterval by the coarse
-//     group, once per sloCoarseInterval; sum_over_time of those over the window, divided. The 3d
-//     window reads 144 samples per controller and rate whatever the evaluation interval.
+//   - The sample group copies those two rates once per sloSampleInterval (recReconcileErrorsSampled,
+//     recReconcilesSampled), whatever the evaluation interval: every longer window reads the
+//     copies, so that a shorter rule interval does not multiply the samples they read (at 15s
+//     the 2h window read 480 samples per controller and rate, 492,000 per evaluation of its
+//     group at 500 controllers). At the default 1m interval the copies only repeat the rates.
+//   - 30m, 1h, 2h (fine windows): sum_over_time of the two sampled rates over the window,
+//     divided. The 2h window reads 120 samples per controller and rate.
+//   - 6h, 1d, 3d (coarse windows): the two sampled rates averaged over sloCoarseInterval by the
+//     coarse group, once per sloCoarseInterval; sum_over_time of those over the window, divided.
+//     The 3d window reads 144 samples per controller and rate whatever the evaluation interval.
 //   - 1d and 3d are divided by the coarse group itself, once per sloCoarseInterval, not every
 //     evaluation interval: their ratios cannot change between two coarse samples anyway, and
 //     they were the two most expensive rules of the SLO group at 500 controllers (a long range
@@ -38,7 +43,7 @@ import (
 //
 // A ratio of sums of rates sampled at one cadence weights every moment of the window alike, like
 // rate()'s increase over the window. What changes: a fine window reaches 5m further back than
-// the window (the oldest 5m rate), and a coarse window ends at the coarse group's last evaluation,
+// the window (the oldest 5m rate) and follows the rates up to sloSampleInterval late, and a coarse window ends at the coarse group's last evaluation,
 // up to sloCoarseInterval ago, so the 6h, 1d and 3d ratios follow an incident up to 30 minutes
 // late. The long windows only make a burn significant (the SRE workbook's multiwindow alerts):
 // the short window paired with each still says whether it is burning now, and the fastest page
@@ -47,6 +52,31 @@ import (
 // sloCoarseInterval is 30m, not 1h: at 1h the 6h window would lag by up to a sixth of itself and
 // hold only 6 samples; at 30m it lags by at most a twelfth, and 3d holds 144 samples (a 15m
 // cadence would double the samples of every coarse read for a lag nobody pages on).
+
+// sloSampleInterval is the evaluation interval of the group that samples the 5m rates for every
+// window longer than 5m.
+const sloSampleInterval = time.Minute
+
+// recReconcileErrorsSampled and recReconcilesSampled are the 5m error and reconcile rates as the
+// sample group records them, once per sloSampleInterval. promtool evaluates every group at the
+// test's interval, so the tests sample at that interval.
+var (
+	recReconcileErrorsSampled = sampledRate(recReconcileErrors, "controller_runtime_reconcile_error", 1.5)
+	recReconcilesSampled      = sampledRate(recReconciles, "controller_runtime_reconcile_total", 7.5)
+)
+
+// sampledRate records a 5m-rate recording of metric as it is; want is its value in
+// reconcileRateCase.
+func sampledRate(of *Recording, metric string, want float64) *Recording {
+	every := model.Duration(sloSampleInterval).String()
+	return &Recording{
+		Name: levelController.record(metric, "rate5m_sampled"+every),
+		Expr: func(e *exprEnv) string { return of.Name },
+		Cases: func(c *caseEnv) []ExprCase {
+			return reconcileRateCase(c, "samples the 5m rate every "+every, want)
+		},
+	}
+}
 
 // sloCoarseInterval is the evaluation interval of the coarse SLO group and the span each of its
 // samples averages.
@@ -97,7 +127,7 @@ type sloSourceKind int
 
 const (
 	sloInstant sloSourceKind = iota // the 5m ratio, from the 5m rates at one instant
-	sloFine                         // from the 5m rates over the window
+	sloFine                         // from the sampled 5m rates over the window
 	sloCoarse                       // from the coarse averages over the window
 )
 
@@ -116,9 +146,18 @@ func sloSource(window string) sloSourceKind {
 // recReconcileErrorsCoarse and recReconcilesCoarse are the 5m error and reconcile rates averaged
 // over the coarse interval, recorded once per coarse interval.
 var (
-	recReconcileErrorsCoarse = coarseAverage(recReconcileErrors, "controller_runtime_reconcile_error", 1)
-	recReconcilesCoarse      = coarseAverage(recReconciles, "controller_runtime_reconcile_total", 4)
+	recReconcileErrorsCoarse = coarseAverage(recReconcileErrorsSampled, "controller_runtime_reconcile_error", 1)
+	recReconcilesCoarse      = coarseAverage(recReconcilesSampled, "controller_runtime_reconcile_total", 4)
 )
+
+// steadyReconciles are the input of the coarse recordings' cases: controller l's reconciles, errors
+// at 1/s and successes at 3/s.
+func steadyReconciles(l Labels) []*Series {
+	return []*Series{
+		Counter("controller_runtime_reconcile_total", l.With("result", "error"), 1),
+		Counter("controller_runtime_reconcile_total", l.With("result", "success"), 3),
+	}
+}
 
 // coarseAverage records avg_over_time of a 5m-rate recording of metric over the coarse interval;
 // want is its value when errors come at 1/s and successes at 3/s.
@@ -129,13 +168,10 @@ func coarseAverage(of *Recording, metric string, want float64) *Recording {
 		Cases: func(c *caseEnv) []ExprCase {
 			l := c.Controller().With("name", "")
 			return []ExprCase{{
-				Name: "averages the 5m rate over " + sloCoarseWindow,
-				At:   sloCoarseInterval + 10*time.Minute,
-				Series: []*Series{
-					Counter("controller_runtime_reconcile_total", l.With("result", "error"), 1),
-					Counter("controller_runtime_reconcile_total", l.With("result", "success"), 3),
-				},
-				Want: []Sample{{c.AtLevel(levelController, l), want}},
+				Name:   "averages the 5m rate over " + sloCoarseWindow,
+				At:     sloCoarseInterval + 10*time.Minute,
+				Series: steadyReconciles(l),
+				Want:   []Sample{{c.AtLevel(levelController, l), want}},
 			}}
 		},
 	}
@@ -189,10 +225,7 @@ func pastDaySums(day *Recording, metric string, of func(*sloTrace) (prefix, valu
 			},
 			Cases: func(c *caseEnv) []ExprCase {
 				l := c.Controller().With("name", "")
-				series := []*Series{
-					Counter("controller_runtime_reconcile_total", l.With("result", "error"), 1),
-					Counter("controller_runtime_reconcile_total", l.With("result", "success"), 3),
-				}
+				series := steadyReconciles(l)
 				at := time.Duration(d)*sloDay + sloCoarseInterval + 10*time.Minute
 				tr := newSLOTrace(series, c.Interval(), at)
 				prefix, values := of(tr)
@@ -217,10 +250,7 @@ func daySum(avg *Recording, metric string, of func(*sloTrace) (prefix, values []
 		Expr: func(e *exprEnv) string { return "sum_over_time(" + avg.Name + "[" + day + "])" },
 		Cases: func(c *caseEnv) []ExprCase {
 			l := c.Controller().With("name", "")
-			series := []*Series{
-				Counter("controller_runtime_reconcile_total", l.With("result", "error"), 1),
-				Counter("controller_runtime_reconcile_total", l.With("result", "success"), 3),
-			}
+			series := steadyReconciles(l)
 			at := sloCoarseInterval + 10*time.Minute
 			tr := newSLOTrace(series, c.Interval(), at)
 			prefix, values := of(tr)
@@ -264,7 +294,7 @@ var sloDaysRecordings = append(append(slices.Clone(recReconcileErrorsPastDays), 
 func sloRatioRecordings(windows []string) []*Recording {
 	var out []*Recording
 	for _, w := range windows {
-		errs, all := recReconcileErrors, recReconciles
+		errs, all := recReconcileErrorsSampled, recReconcilesSampled
 		if sloSource(w) == sloCoarse {
 			errs, all = recReconcileErrorsCoarse, recReconcilesCoarse
 		}

@@ -103,16 +103,30 @@
         ],
       },
       {
+        name: "loopwatch.slo.sample.rules",
+        interval: "1m",
+        rules: [
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m",
+            expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m",
+            expr: "cluster_namespace_job_controller:controller_runtime_reconcile:rate5m",
+          },
+        ],
+      },
+      {
         name: "loopwatch.slo.coarse.rules",
         interval: "30m",
         rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m",
-            expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[30m])",
+            expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m[30m])",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate30m",
-            expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[30m])",
+            expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m[30m])",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d",
@@ -160,11 +174,11 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate30m",
-            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[30m])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[30m])\n, 1)",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m[30m])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m[30m])\n, 1)",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1h",
-            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[1h])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[1h])\n, 1)",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m[1h])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m[1h])\n, 1)",
           },
         ],
       },
@@ -174,7 +188,7 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h",
-            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m[2h])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[2h])\n, 1)",
+            expr: "clamp_max(\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m[2h])\n  /\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m[2h])\n, 1)",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h",

@@ -212,8 +212,8 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The SLO ratios read the 5m rates (computed from the per-pod ones) over up to 2h, and the
-	// coarse 30m averages over up to 1d; the 3d ratio adds the day sums of one and two days ago,
+	// The SLO ratios read the 5m rates as sampled every minute (copied from the 5m rates, which
+	// are computed from the per-pod ones) over up to 2h, and the coarse 30m averages over up to 1d; the 3d ratio adds the day sums of one and two days ago,
 	// which read the day sums over a range; the slow-burn alert reads the 1d and 3d ratios the coarse group records over the last
 	// hour; LoopwatchLeaderFlapping reads an hour of the sampled leader status: all of them need
 	// history, inputs first.
@@ -222,9 +222,11 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		got = append(got, r.record+"@"+r.interval.String())
 	}
 	want := []string{
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m@1m0s",
 		"cluster_namespace_job_pod_controller:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m@1m0s",
-		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d@30m0s",
