@@ -26,7 +26,7 @@ type Config struct {
 	Selectors Selectors `json:"selectors"`
 	// RunbookBaseURL is prefixed to "<AlertName>.md" in every alert's runbook_url annotation.
 	RunbookBaseURL string `json:"runbookBaseURL"`
-	// RuleInterval is the evaluation interval of every rule group without one of its own: the coarse SLO groups (every 30m: the 30-minute averages and day sums the long error ratios add up), the groups that sample the 5-minute reconcile and error rates the SLO windows longer than 5 minutes add up and the leader status for LoopwatchLeaderFlapping (every 1m) and the alert groups whose interval the Alerts section below names keep theirs.
+	// RuleInterval is the evaluation interval of every rule group without one of its own: the coarse SLO groups (every 30m: the 30-minute averages and day sums the long error ratios add up), the groups that sample, every 1m, the 5-minute reconcile and error rates (which the SLO windows longer than 5 minutes add up) and the leader status (for LoopwatchLeaderFlapping), and the alert groups whose interval the Alerts section below names keep theirs.
 	RuleInterval Duration `json:"ruleInterval"`
 	// Groups chooses which rule groups (and their dashboards) are emitted.
 	Groups Groups `json:"groups"`

@@ -43,9 +43,9 @@ import (
 //
 // A ratio of sums of rates sampled at one cadence weights every moment of the window alike, like
 // rate()'s increase over the window. What changes: a fine window reaches 5m further back than
-// the window (the oldest 5m rate) and follows the rates up to sloSampleInterval late, and a coarse window ends at the coarse group's last evaluation,
-// up to sloCoarseInterval ago, so the 6h, 1d and 3d ratios follow an incident up to 30 minutes
-// late. The long windows only make a burn significant (the SRE workbook's multiwindow alerts):
+// the window (the oldest 5m rate) and follows the rates up to sloSampleInterval late, and a
+// coarse window ends at the coarse group's last evaluation, up to sloCoarseInterval ago, so the
+// 6h, 1d and 3d ratios follow an incident up to 30 minutes late. The long windows only make a burn significant (the SRE workbook's multiwindow alerts):
 // the short window paired with each still says whether it is burning now, and the fastest page
 // (5m and 1h) reads no coarse series.
 //
