@@ -52,7 +52,7 @@ func run() error {
 	o := benchrules.DefaultOptions()
 	controllers := listFlag{"50", "500"}
 	intervals := listFlag(o.Intervals)
-	var promArgs repeatedFlag
+	var promArgs, pool repeatedFlag
 	var markdown, jsonOut string
 	flag.StringVar(&o.RuleFile, "rules", o.RuleFile, "rule file to measure")
 	flag.Var(&controllers, "controllers", "fleet sizes, comma-separated; each is measured on its own Prometheus")
@@ -70,6 +70,8 @@ func run() error {
 	flag.Float64Var(&o.Scenarios.Backlog, "backlog-share", o.Scenarios.Backlog, "share of controllers with a growing work queue (pending LoopwatchQueueBacklog)")
 	flag.BoolVar(&o.EveryGroup, "every-group", o.EveryGroup, "also measure the slower groups (5m, 30m) at each phase's interval, as copies whose output nothing reads, so that they get -evals evaluations instead of one or none")
 	flag.Var(&promArgs, "prometheus-arg", "extra Prometheus flag, e.g. --enable-feature=concurrent-rule-eval (repeatable)")
+	flag.DurationVar(&o.Target, "target", o.Target, "evaluation time each group should keep within at p90: the report counts the groups over it and the evaluations that took longer")
+	flag.Var(&pool, "pool", "a JSON report of an earlier run (repeatable, two or more): measure nothing, and report the runs pooled, each group's quantiles over every evaluation of every run")
 	flag.StringVar(&markdown, "out", "", "write the Markdown report here as well as to stdout")
 	flag.StringVar(&jsonOut, "json", "", "write the JSON report here")
 	flag.Parse()
@@ -83,6 +85,13 @@ func run() error {
 			return fmt.Errorf("-controllers: %q is not a number", c)
 		}
 		o.Controllers = append(o.Controllers, n)
+	}
+	if len(pool) > 0 {
+		rep, err := poolReports(pool, o.Target)
+		if err != nil {
+			return err
+		}
+		return write(rep, markdown, jsonOut)
 	}
 	logger := log.New(os.Stderr, "", log.Ltime)
 	o.Logf = logger.Printf
@@ -98,6 +107,28 @@ func run() error {
 	}
 	logger.Printf("wall time %s", time.Since(start).Round(time.Second))
 	return runErr
+}
+
+// poolReports reads the JSON reports at paths and pools them, counting against target.
+func poolReports(paths []string, target time.Duration) (*benchrules.Report, error) {
+	var reports []*benchrules.Report
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		var r benchrules.Report
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		reports = append(reports, &r)
+	}
+	rep, err := benchrules.Pool(reports, paths)
+	if err != nil {
+		return nil, err
+	}
+	rep.Target = target.String()
+	return rep, nil
 }
 
 func write(rep *benchrules.Report, markdown, jsonOut string) error {

@@ -29,5 +29,7 @@
 //     by replaying its expression once as an instant query with stats=all (Prometheus counts
 //     samples per query, not per rule).
 //
-// The report is Markdown (the summary table goes into the README's performance section) and JSON.
+// The report is Markdown (the summary table goes into the README's performance section) and JSON;
+// it counts, per group, the evaluations over Options.Target. Pool merges the JSON reports of
+// several runs, for a group's tail read over more evaluations than one run has.
 package benchrules

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,8 +22,13 @@ type Report struct {
 	Scraped        string    `json:"scraped"`
 	Replicas       int       `json:"replicas"`
 	// EveryGroup: the slower groups were evaluated at each phase's interval too.
-	EveryGroup bool          `json:"everyGroup"`
-	Fleets     []FleetResult `json:"fleets"`
+	EveryGroup bool `json:"everyGroup"`
+	// Target is the evaluation time each group's are counted against (Options.Target), as a
+	// Go duration; empty in reports written before it existed.
+	Target string `json:"target,omitempty"`
+	// Pooled names the reports this one pools (see Pool); empty for a single run.
+	Pooled []string      `json:"pooled,omitempty"`
+	Fleets []FleetResult `json:"fleets"`
 }
 
 // FleetResult is one fleet size: its backfill and each measured interval.
@@ -63,6 +69,10 @@ type Phase struct {
 	GCCycles []GCCycle `json:"gcCycles"`
 	// Incomplete says why the phase ended before every group had its evaluations.
 	Incomplete string `json:"incomplete,omitempty"`
+	// Pooled is how many runs' phases this one pools (see Pool); 0 for a measured phase.
+	Pooled int `json:"pooled,omitempty"`
+	// poolWall is the wall time of the phases pooled so far, in seconds (Pool's weights).
+	poolWall float64
 }
 
 // GroupResult is one rule group in one phase.
@@ -105,15 +115,19 @@ type QueryResult struct {
 // a table per fleet size and interval, and the most expensive rules.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
+	if len(r.Pooled) > 0 {
+		fmt.Fprintf(&b, "Pooled from %d runs (every evaluation of each group and interval, the quantiles computed over all of them): %s.\n\n", len(r.Pooled), strings.Join(r.Pooled, "; "))
+	}
 	fmt.Fprintf(&b, "Rule file `%s` on %s, %d CPUs. Each controller runs %d replicas scraped every %s; %s of backfilled history, and Prometheus scraped for %s before the first measurement. Started %s, took %s.\n\n",
 		r.RuleFile, r.Prometheus, r.CPUs, r.Replicas, r.ScrapeInterval, r.History, r.Scraped, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration)
 	if r.EveryGroup {
 		b.WriteString("Every group, the slower ones (an interval of their own) too, was evaluated at each phase's interval (`-every-group`): the slower groups have as many evaluations as the others.\n\n")
 	}
 	r.summary(&b)
+	target, _ := r.target()
 	for _, f := range r.Fleets {
 		for _, ph := range f.Phases {
-			f.phaseTable(&b, ph)
+			f.phaseTable(&b, ph, target)
 		}
 		f.expensiveRules(&b, 10)
 	}
@@ -172,6 +186,32 @@ func (r *Report) summary(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+	if target, ok := r.target(); ok {
+		fmt.Fprintf(b, "| *groups over %s at p90* |", r.Target)
+		for _, c := range cols {
+			over, of := 0, 0
+			for _, g := range c.ph.Groups {
+				if g.Evaluations == 0 || strings.HasSuffix(g.Name, ownIntervalSuffix) {
+					continue
+				}
+				of++
+				if seconds(g.Seconds.P90) > target {
+					over++
+				}
+			}
+			fmt.Fprintf(b, " %d of %d |", over, of)
+		}
+		fmt.Fprintf(b, "\n| *evaluations over %s* |", r.Target)
+		for _, c := range cols {
+			over, of := 0, 0
+			for _, g := range c.ph.Groups {
+				over += g.over(target)
+				of += len(g.Runs)
+			}
+			fmt.Fprintf(b, " %s |", ofCount(over, of))
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString("| *failures / missed iterations* |")
 	for _, c := range cols {
 		var fail, missed float64
@@ -186,6 +226,23 @@ func (r *Report) summary(b *strings.Builder) {
 		fmt.Fprintf(b, " %.2f / %.2f |", c.ph.PrometheusCPU, c.ph.OtherCPU)
 	}
 	b.WriteString("\n\n")
+}
+
+// target is the report's Target, and whether it has one.
+func (r *Report) target() (time.Duration, bool) {
+	d, err := time.ParseDuration(r.Target)
+	return d, err == nil && d > 0
+}
+
+// over counts the group's evaluations that took longer than target.
+func (g GroupResult) over(target time.Duration) int {
+	n := 0
+	for _, e := range g.Runs {
+		if seconds(e.Seconds) > target {
+			n++
+		}
+	}
+	return n
 }
 
 func findGroup(ph Phase, name string) (GroupResult, bool) {
@@ -210,7 +267,8 @@ func (f FleetResult) groupSamples(group string) (int64, bool) {
 	return n, found
 }
 
-func (f FleetResult) phaseTable(b *strings.Builder, ph Phase) {
+// phaseTable writes one phase's groups; with a target, how many evaluations of each took longer.
+func (f FleetResult) phaseTable(b *strings.Builder, ph Phase, target time.Duration) {
 	fmt.Fprintf(b, "#### %d controllers × %d replicas, interval %s\n\n", f.Controllers, f.Replicas, phaseLabel(ph))
 	fmt.Fprintf(b, "%d targets, %s exposed series (Prometheus scraped %s), %s head series at the end. CPU: Prometheus %.2f cores, the benchmark %.2f, the rest of the machine %.2f; load average %.2f → %.2f; %s → %s.",
 		f.Targets, count(float64(f.ExposedSeries)), count(f.ScrapedSamples), count(float64(ph.HeadSeries)), ph.PrometheusCPU,
@@ -221,17 +279,27 @@ func (f FleetResult) phaseTable(b *strings.Builder, ph Phase) {
 	if ph.Incomplete != "" {
 		fmt.Fprintf(b, " **Incomplete**: %s.", ph.Incomplete)
 	}
-	b.WriteString("\n\n| group | interval | evaluations | p50 ms | p90 ms | max ms | samples read / evaluation | failures | missed iterations |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	overHead, overRule := "", ""
+	if target > 0 {
+		overHead, overRule = " over "+target.String()+" |", "---:|"
+	}
+	fmt.Fprintf(b, "\n\n| group | interval | evaluations | p50 ms | p90 ms | max ms |%s samples read / evaluation | failures | missed iterations |\n|---|---|---:|---:|---:|---:|%s---:|---:|---:|\n", overHead, overRule)
 	for _, g := range ph.Groups {
 		samples := "–"
 		if n, ok := f.groupSamples(g.Name); ok {
 			samples = count(float64(n))
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", g.Name, g.Interval, g.Evaluations,
-			ms(g.Seconds.P50), ms(g.Seconds.P90), ms(g.Seconds.Max), samples, count(g.Failures), count(g.Missed))
+		over := ""
+		if target > 0 {
+			over = " " + strconv.Itoa(g.over(target)) + " |"
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s |%s %s | %s | %s |\n", g.Name, g.Interval, g.Evaluations,
+			ms(g.Seconds.P50), ms(g.Seconds.P90), ms(g.Seconds.Max), over, samples, count(g.Failures), count(g.Missed))
 	}
 	b.WriteString("\n")
-	phaseTails(ph).write(b)
+	if ph.Pooled == 0 {
+		phaseTails(ph).write(b)
+	}
 }
 
 // expensiveRules lists the top rules by p90 evaluation time in the default-interval phase (the
@@ -263,6 +331,9 @@ func (f FleetResult) expensiveRules(b *strings.Builder, top int) {
 			}
 			rows = append(rows, rw)
 		}
+	}
+	if len(rows) == 0 {
+		return
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].r.Seconds.P90 > rows[j].r.Seconds.P90 })
 	rows = rows[:min(top, len(rows))]

@@ -62,7 +62,10 @@ type Options struct {
 	EveryGroup bool
 	// PrometheusArgs are appended to Prometheus' command line.
 	PrometheusArgs []string
-	Logf           func(format string, args ...any)
+	// Target is the evaluation time a group should keep within at p90 (issue 17's budget): the
+	// report counts, per group, the evaluations that took longer.
+	Target time.Duration
+	Logf   func(format string, args ...any)
 }
 
 // IntervalDefault names the rule file's own intervals in Options.Intervals.
@@ -74,7 +77,7 @@ func DefaultOptions() Options {
 		RuleFile: "rules/loopwatch.rules.yaml", Controllers: []int{50, 500}, Replicas: 3,
 		ScrapeInterval: 15 * time.Second, Intervals: []string{"15s", IntervalDefault},
 		History: 72 * time.Hour, Scraped: 6 * time.Minute, Evals: 10, Warmup: 1, StandbySeries: true, EveryGroup: true,
-		Scenarios: DefaultScenarios(), Logf: func(string, ...any) {},
+		Scenarios: DefaultScenarios(), Target: 50 * time.Millisecond, Logf: func(string, ...any) {},
 	}
 }
 
@@ -106,6 +109,9 @@ func (o Options) validate() error {
 	if o.Scraped < 0 {
 		errs = append(errs, errors.New("scraped must not be negative"))
 	}
+	if o.Target <= 0 {
+		errs = append(errs, errors.New("target must be positive"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -133,7 +139,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		RuleFile: o.RuleFile, Started: time.Now().UTC(), CPUs: runtime.NumCPU(),
 		Prometheus: prometheusVersion(bin), ScrapeInterval: o.ScrapeInterval.String(),
 		History: o.History.String(), Scraped: o.scraped().String(), Replicas: o.Replicas,
-		EveryGroup: o.EveryGroup,
+		EveryGroup: o.EveryGroup, Target: o.Target.String(),
 	}
 	for _, n := range o.Controllers {
 		fr, err := runFleet(ctx, o, rf, n)
