@@ -23,8 +23,8 @@ type Report struct {
 	Replicas       int       `json:"replicas"`
 	// EveryGroup: the slower groups were evaluated at each phase's interval too.
 	EveryGroup bool `json:"everyGroup"`
-	// Target is the evaluation time each group's are counted against (Options.Target), as a
-	// Go duration; empty in reports written before it existed.
+	// Target is the evaluation time each group's evaluations are counted against
+	// (Options.Target), as a Go duration; empty in reports written before it existed.
 	Target string `json:"target,omitempty"`
 	// Pooled names the reports this one pools (see Pool); empty for a single run.
 	Pooled []string      `json:"pooled,omitempty"`
@@ -191,6 +191,8 @@ func (r *Report) summary(b *strings.Builder) {
 		for _, c := range cols {
 			over, of := 0, 0
 			for _, g := range c.ph.Groups {
+				// A slower group's copy stands for it at the phase's interval: the group at its
+				// own interval has one evaluation or none, not a p90.
 				if g.Evaluations == 0 || strings.HasSuffix(g.Name, ownIntervalSuffix) {
 					continue
 				}
