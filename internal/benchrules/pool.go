@@ -90,7 +90,7 @@ func Pool(reports []*Report, names []string) (*Report, error) {
 func (f *FleetResult) poolPhase(ph Phase) {
 	i := slices.IndexFunc(f.Phases, func(p Phase) bool { return p.Interval == ph.Interval })
 	if i < 0 {
-		f.Phases = append(f.Phases, Phase{Interval: ph.Interval, ChangedGroups: ph.ChangedGroups, Start: ph.Start, End: ph.End, LoadBefore: ph.LoadBefore})
+		f.Phases = append(f.Phases, Phase{Interval: ph.Interval, ChangedGroups: ph.ChangedGroups, Start: ph.Start, End: ph.End, LoadBefore: ph.LoadBefore, LoadAfter: ph.LoadAfter})
 		i = len(f.Phases) - 1
 	}
 	p := &f.Phases[i]
@@ -106,9 +106,8 @@ func (f *FleetResult) poolPhase(ph Phase) {
 		p.Start, p.LoadBefore = ph.Start, ph.LoadBefore
 	}
 	if ph.End.After(p.End) {
-		p.End = ph.End
+		p.End, p.LoadAfter = ph.End, ph.LoadAfter
 	}
-	p.LoadAfter = ph.LoadAfter
 	p.HeadSeries = max(p.HeadSeries, ph.HeadSeries)
 	p.GCCycles = append(p.GCCycles, ph.GCCycles...)
 	if ph.Incomplete != "" {

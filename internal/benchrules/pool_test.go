@@ -75,6 +75,22 @@ func TestPoolComputesQuantilesOverEveryEvaluation(t *testing.T) {
 	}
 }
 
+func TestPoolSpansTheRunsInWhateverOrderGiven(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 20, 0, 0, 0, time.UTC)
+	early, late := poolRun(t0, 10*time.Minute, 0.1, 0, 10), poolRun(t0.Add(time.Hour), 10*time.Minute, 0.1, 0, 10)
+	early.Fleets[0].Phases[0].LoadBefore, early.Fleets[0].Phases[0].LoadAfter = 1, 2
+	late.Fleets[0].Phases[0].LoadBefore, late.Fleets[0].Phases[0].LoadAfter = 3, 4
+	got, err := Pool([]*Report{late, early}, []string{"late", "early"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph := got.Fleets[0].Phases[0]
+	if !ph.Start.Equal(t0) || !ph.End.Equal(t0.Add(70*time.Minute)) || ph.LoadBefore != 1 || ph.LoadAfter != 4 {
+		t.Errorf("pooled phase %s → %s, load %v → %v; want the early run's start and load before, the late run's end and load after",
+			ph.Start, ph.End, ph.LoadBefore, ph.LoadAfter)
+	}
+}
+
 func TestPoolReadsItsOwnJSON(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 20, 0, 0, 0, time.UTC)
 	var reports []*Report
