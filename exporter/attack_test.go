@@ -290,6 +290,83 @@ func TestAttackMetricsNeedCredentials(t *testing.T) {
 	}
 }
 
+// paced is a body that sends chunk bytes of data per interval.
+type paced struct {
+	data  []byte
+	chunk int
+	every time.Duration
+}
+
+func (p *paced) Read(b []byte) (int, error) {
+	if len(p.data) == 0 {
+		return 0, io.EOF
+	}
+	time.Sleep(p.every)
+	n := copy(b[:min(len(b), p.chunk)], p.data)
+	p.data = p.data[n:]
+	return n, nil
+}
+
+// A large batch that arrives within the minimum rate but takes longer than the queue wait (a
+// sender at 1 MiB/s with a 2 MiB batch, say) is received: the queue wait bounds each wait for
+// buffer budget, not the upload.
+func TestAttackLargeBatchSlowerThanTheQueueWaitIsReceived(t *testing.T) {
+	s := startTestServer(t, func(c *ServerConfig) {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+		c.QueueWait = 200 * time.Millisecond
+	})
+	n := 400
+	body := realBatch(t, n)
+	for len(body) < 3*pooledBodyBytes {
+		n *= 2
+		body = realBatch(t, n)
+	}
+	// About 1.6 MiB at 1 MiB/s: the buffer grows past its first 512 KiB after about 0.5 s.
+	req, _ := http.NewRequest(http.MethodPost, s.url+WebhookPath, &paced{data: body, chunk: 64 << 10, every: 60 * time.Millisecond})
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.client(&s.pki.client).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a %d-byte batch sent at about 1 MiB/s was answered %d: %s", len(body), resp.StatusCode, answer)
+	}
+	if got := s.counted(); got != float64(n) {
+		t.Fatalf("counted %v events, want %d", got, n)
+	}
+}
+
+// A field manager is the writer's to choose, and the API server accepts one whose escapes decode
+// to bytes that are not UTF-8 (fieldManager=%FF). It becomes a label value of the hot object, and
+// must not fail the scrape of every metric the exporter has.
+func TestAttackFieldManagerThatIsNotUTF8(t *testing.T) {
+	s := startTestServer(t, nil)
+	var writes []auditWrite
+	for i := range 25 {
+		writes = append(writes, auditWrite{actor: "system:serviceaccount:ns:w", name: "hot", at: time.Duration(i) * time.Second, query: "fieldManager=a%FF%C3b"})
+	}
+	if err := postExpect(s.client(&s.pki.client), s.url+WebhookPath, eventList(t, writes...), http.StatusOK); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.client(&s.pki.client).Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape answered %d: %s", resp.StatusCode, b)
+	}
+	if want := "field_manager=\"a\uFFFD\uFFFDb\""; !bytes.Contains(b, []byte(want)) {
+		t.Fatalf("no hot object with %s in the scrape:\n%s", want, b)
+	}
+	if !bytes.Contains(b, []byte("loopwatch_audit_requests_total")) {
+		t.Fatal("the scrape lost the exporter's other metrics")
+	}
+}
+
 func btof(b bool) float64 {
 	if b {
 		return 1

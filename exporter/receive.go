@@ -85,10 +85,8 @@ func (rv *receiver) receive(w http.ResponseWriter, req *http.Request) (*body, *r
 		return nil, &receiveError{http.StatusServiceUnavailable, ReasonShuttingDown, errors.New("shutting down")}
 	}
 	defer rv.untrack(rc)
-	ctx, cancel := context.WithTimeout(req.Context(), rv.wait)
-	defer cancel()
 	b := &body{r: rv}
-	if err := rv.budget.Acquire(ctx, pooledBodyBytes); err != nil {
+	if err := rv.acquire(req.Context(), pooledBodyBytes); err != nil {
 		return nil, &receiveError{http.StatusTooManyRequests, ReasonOverloaded, errors.New("no room to receive another body")}
 	}
 	b.reserved = pooledBodyBytes
@@ -99,7 +97,7 @@ func (rv *receiver) receive(w http.ResponseWriter, req *http.Request) (*body, *r
 	src := http.MaxBytesReader(w, req.Body, rv.maxBody)
 	for {
 		if len(b.data) == cap(b.data) {
-			if err := rv.grow(ctx, b, req.ContentLength); err != nil {
+			if err := rv.grow(req.Context(), b, req.ContentLength); err != nil {
 				b.release()
 				return nil, err
 			}
@@ -132,7 +130,7 @@ func (rv *receiver) grow(ctx context.Context, b *body, declared int64) *receiveE
 	}
 	more := size - b.reserved
 	if more > 0 {
-		if err := rv.budget.Acquire(ctx, more); err != nil {
+		if err := rv.acquire(ctx, more); err != nil {
 			return &receiveError{http.StatusTooManyRequests, ReasonOverloaded, errors.New("no room to receive the rest of the body")}
 		}
 		b.reserved += more
@@ -141,6 +139,15 @@ func (rv *receiver) grow(ctx context.Context, b *body, declared int64) *receiveE
 	copy(grown, b.data)
 	b.data = grown
 	return nil
+}
+
+// acquire reserves n bytes of the budget, waiting for them at most the queue wait: each
+// reservation waits on its own, so a body that takes longer than the queue wait to arrive (at the
+// minimum rate, a large one does) can still grow.
+func (rv *receiver) acquire(ctx context.Context, n int64) error {
+	ctx, cancel := context.WithTimeout(ctx, rv.wait)
+	defer cancel()
+	return rv.budget.Acquire(ctx, n)
 }
 
 func (rv *receiver) readError(err error) *receiveError {

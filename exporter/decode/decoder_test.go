@@ -124,6 +124,8 @@ func TestDecodeListEdgeCases(t *testing.T) {
 		{"refuses a predicted key without its colon", `{"items":[{"verb" "x"}]}`},
 		{"fieldManager escaped", `{"items":[{"requestURI":"/api?x=1&fieldManager=a%2Fb+c&fieldManager=z"}]}`},
 		{"fieldManager bad escape skipped", `{"items":[{"requestURI":"/api?fieldManager=%zz&fieldManager=ok"}]}`},
+		{"fieldManager escaping bytes that are not utf-8", `{"items":[{"requestURI":"/api?fieldManager=a%FFb%C3&fieldValidation=%E2%82"}]}`},
+		{"fieldManager escaping utf-8", `{"items":[{"requestURI":"/api?fieldManager=gr%C3%B6%C3%9Fe"}]}`},
 		{"fieldManager semicolon pair skipped", `{"items":[{"requestURI":"/api?fieldManager=a;b&fieldManager=ok"}]}`},
 		{"skips nested request objects", `{"items":[{"requestObject":{"a":[1,2.5e3,-0.1,true,false,null,{"b":"\u0041"}]},"verb":"x"}]}`},
 		{"refuses truncated document", `{"items":[{"verb":"x"`},

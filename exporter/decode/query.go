@@ -1,11 +1,17 @@
 package decode
 
-import "bytes"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // params sets each query parameter that the rows of sch list (a request URI's, as uriQuery
 // declares them) to its first value in uri, or to "" when uri has none. Values are decoded as
 // url.ParseQuery decodes them (and Values.Get picks them): pairs containing ';' are ignored, and
-// so are pairs whose key or value is not validly escaped.
+// so are pairs whose key or value is not validly escaped. A value whose escapes decode to bytes
+// that are not UTF-8 (fieldManager=%FF, which the API server accepts) has each such byte replaced
+// by U+FFFD, as the event's JSON strings have: values become label values, and one that is not
+// UTF-8 would fail every scrape of the exporter's metrics.
 func (d *Decoder) params(ev *Event, sch *schema, uri []byte) {
 	params := sch.members
 	var found uint64
@@ -25,6 +31,9 @@ func (d *Decoder) params(ev *Event, sch *schema, uri []byte) {
 					continue
 				}
 				val = d.query
+				if !utf8.Valid(val) {
+					val = validUTF8(val)
+				}
 			}
 			*params[i].str(ev) = d.internAt(params[i].slot, val)
 			if found |= 1 << i; found == uint64(1)<<len(params)-1 {
@@ -89,6 +98,22 @@ func unescapeQuery(s, out []byte) ([]byte, bool) {
 		}
 	}
 	return out, true
+}
+
+// validUTF8 returns b with each byte that does not start a valid UTF-8 sequence replaced by
+// U+FFFD, as encoding/json decodes such bytes in a string.
+func validUTF8(b []byte) []byte {
+	out := make([]byte, 0, 3*len(b)) // U+FFFD takes 3 bytes
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
 }
 
 func isHex(c byte) bool {

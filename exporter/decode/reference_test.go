@@ -128,8 +128,8 @@ func project(e *auditv1.Event) Event {
 	}
 	if _, query, ok := strings.Cut(e.RequestURI, "?"); ok {
 		values, _ := url.ParseQuery(query)
-		ev.FieldManager = values.Get("fieldManager")
-		ev.SendInitialEvents = values.Get("sendInitialEvents")
+		ev.FieldManager = queryParam(values, "fieldManager")
+		ev.SendInitialEvents = queryParam(values, "sendInitialEvents")
 	}
 	if r := e.ObjectRef; r != nil {
 		ev.APIGroup, ev.Resource, ev.Namespace, ev.Name, ev.Subresource = r.APIGroup, r.Resource, r.Namespace, r.Name, r.Subresource
@@ -149,6 +149,12 @@ func sameEvent(a, b *Event) bool {
 	x.RequestReceived, y.RequestReceived, x.StageTimestamp, y.StageTimestamp = ta.UTC(), tb.UTC(), sa.UTC(), sb.UTC()
 	x.Timestamp, y.Timestamp = la.UTC(), lb.UTC()
 	return x == y && ta.Equal(tb) && sa.Equal(sb) && la.Equal(lb)
+}
+
+// queryParam is what the decoder reads of a query parameter: values.Get, with each byte that is
+// not UTF-8 replaced by U+FFFD, as encoding/json replaces such bytes in strings.
+func queryParam(values url.Values, key string) string {
+	return string([]rune(values.Get(key)))
 }
 
 // checkAgainstReference is the differential check shared by the unit tests and FuzzDecode:

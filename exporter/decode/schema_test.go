@@ -170,7 +170,7 @@ func TestOneRowKeepsAField(t *testing.T) {
 			want: func(e *auditv1.Event) string {
 				_, query, _ := strings.Cut(e.RequestURI, "?")
 				values, _ := url.ParseQuery(query)
-				return values.Get("fieldValidation")
+				return queryParam(values, "fieldValidation")
 			},
 		},
 		{
@@ -275,7 +275,7 @@ var widerReading = func() reading {
 		ev.UserAgent = e.Annotations["authorization.k8s.io/decision"]
 		_, query, _ := strings.Cut(e.RequestURI, "?")
 		values, _ := url.ParseQuery(query)
-		ev.Subresource = values.Get("fieldValidation")
+		ev.Subresource = queryParam(values, "fieldValidation")
 		ev.ImpersonatedUsername = ""
 		if v := e.User.Extra["authentication.kubernetes.io/credential-id"]; len(v) > 0 {
 			ev.ImpersonatedUsername = v[0]
