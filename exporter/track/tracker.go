@@ -399,6 +399,13 @@ func (t *Tracker) trackRace(w *objectWrite) {
 		// leader's last write and the new one's first fall within the window, looks the same.
 		// Replicas that race take turns, or conflict.
 		c := t.raceCandidates.get(w.key, w.clock)
+		if c != nil && w.ts.Sub(c.First) > t.cfg.ObjectTTL {
+			// Writes keep a candidate, but only for as long as an object keeps its state: a pod
+			// of it writing again long after the switch is the next handover (a StatefulSet's
+			// pods keep their names from one rollout to the next), not replicas taking turns.
+			t.raceCandidates.drop(w.key)
+			c = nil
+		}
 		if c == nil && switched {
 			c = t.raceCandidates.add(w.key, Race{
 				Object: objectRef(ev), Actor: w.o.Actor, Pods: []string{t.names.get(st.pod)}, Writes: 1,
