@@ -260,17 +260,22 @@ func ParseJWKS(doc []byte) (JWKS, error) {
 }
 
 // KeySource serves signing keys from a JWKS document fetched from a URL (Google's by default),
-// refetched every Refresh and — at most once a minute — when a token names a key it does not
-// know (Google rotates its keys).
+// refetched every Refresh and when a token names a key it does not know (Google rotates its
+// keys). It fetches at most once a minute (every 5 s until a first fetch succeeds), whether
+// the fetch succeeds or not: while the URL is unreachable, the keys it has keep serving, and
+// tokens naming other keys (anyone can send one) are refused at once rather than each waiting
+// for a fetch of its own.
 type KeySource struct {
 	URL     string
 	Client  *http.Client
 	Refresh time.Duration
 	Now     func() time.Time
 
-	mu      sync.Mutex
-	keys    JWKS
-	fetched time.Time
+	mu        sync.Mutex
+	keys      JWKS
+	fetched   time.Time // the last fetch that succeeded
+	attempted time.Time // the last fetch
+	err       error     // why the last fetch failed
 }
 
 // maxJWKSBytes bounds the fetched document.
@@ -292,13 +297,19 @@ func (s *KeySource) Key(ctx context.Context, kid string) (*rsa.PublicKey, error)
 	if k, ok := s.keys[kid]; ok && !stale {
 		return k, nil
 	}
-	if stale || now().Sub(s.fetched) > time.Minute {
-		if err := s.fetch(ctx, now()); err != nil && s.keys == nil {
-			return nil, err
-		}
+	gap := time.Minute
+	if s.keys == nil {
+		gap = 5 * time.Second
+	}
+	if s.attempted.IsZero() || now().Sub(s.attempted) >= gap {
+		s.attempted = now()
+		s.err = s.fetch(ctx, now())
 	}
 	if k, ok := s.keys[kid]; ok {
 		return k, nil
+	}
+	if s.keys == nil {
+		return nil, s.err
 	}
 	return nil, errors.New("unknown key")
 }

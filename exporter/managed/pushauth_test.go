@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,5 +94,71 @@ func TestPushVerifierFetchesRotatedKeysAndCachesTokens(t *testing.T) {
 	}
 	if err := v.Verify(httptest.NewRequest(http.MethodPost, "/pubsub", nil)); !errors.Is(err, ErrNoCredentials) {
 		t.Errorf("no credentials: %v", err)
+	}
+}
+
+// While the key URL fails, the keys fetched before keep serving, and tokens naming unknown keys
+// (anyone can send them) do not each wait for a fetch: one attempt a minute, whatever its outcome.
+func TestKeySourceFetchesAtMostOnceAMinuteWhileTheURLFails(t *testing.T) {
+	k1, _ := rsa.GenerateKey(rand.Reader, 2048)
+	var failing atomic.Bool
+	var fetches atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		if failing.Load() {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte(jwksOf("k1", &k1.PublicKey)))
+	}))
+	defer srv.Close()
+	now := time.Date(2026, 11, 23, 16, 0, 0, 0, time.UTC)
+	keys := &KeySource{URL: srv.URL, Now: func() time.Time { return now }}
+	ctx := context.Background()
+	if _, err := keys.Key(ctx, "k1"); err != nil {
+		t.Fatal(err)
+	}
+	failing.Store(true)
+	now = now.Add(2 * time.Hour) // the keys are due for a refresh, which fails
+	for i := range 50 {
+		if _, err := keys.Key(ctx, "k1"); err != nil {
+			t.Fatalf("the fetched key, call %d: %v", i, err)
+		}
+		if _, err := keys.Key(ctx, fmt.Sprintf("forged-%d", i)); err == nil {
+			t.Fatal("an unknown key was found")
+		}
+	}
+	if n := fetches.Load(); n != 2 {
+		t.Fatalf("%d fetches, want 2 (the first, one refresh attempt)", n)
+	}
+	now = now.Add(time.Minute)
+	failing.Store(false)
+	if _, err := keys.Key(ctx, "forged"); err == nil {
+		t.Fatal("an unknown key was found")
+	}
+	if n := fetches.Load(); n != 3 {
+		t.Fatalf("%d fetches after a minute, want 3", n)
+	}
+}
+
+// A source that never fetched retries every 5 s, and says why it has no keys.
+func TestKeySourceWithoutKeysRetriesEvery5s(t *testing.T) {
+	var fetches atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	now := time.Date(2026, 11, 23, 16, 0, 0, 0, time.UTC)
+	keys := &KeySource{URL: srv.URL, Now: func() time.Time { return now }}
+	for range 10 {
+		if _, err := keys.Key(context.Background(), "k1"); err == nil || !strings.Contains(err.Error(), "503") {
+			t.Fatalf("error %v, want the fetch's", err)
+		}
+	}
+	now = now.Add(5 * time.Second)
+	_, _ = keys.Key(context.Background(), "k1")
+	if n := fetches.Load(); n != 2 {
+		t.Fatalf("%d fetches, want 2", n)
 	}
 }
