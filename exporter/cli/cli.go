@@ -178,10 +178,19 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 		if reader == nil {
 			return s.ListenAndServe(ctx)
 		}
+		// The exporter stops with its source: a reader that ends on its own (credentials refused)
+		// would otherwise leave a server that answers ready and receives nothing.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
-		go func() { done <- reader.Run(ctx) }()
+		go func() {
+			err := reader.Run(ctx)
+			if err == nil && ctx.Err() == nil {
+				err = errors.New("the event hub reader stopped")
+			}
+			cancel()
+			done <- err
+		}()
 		err = s.ListenAndServe(ctx)
 		cancel()
 		return errors.Join(err, <-done)
