@@ -238,7 +238,9 @@ func checks() []*check {
 			alert: gen.ErrorBudgetBurnFast,
 			signals: []signalSpec{
 				{name: "error ratio over 5m", unit: UnitRatio}, {name: "error ratio over 1h", unit: UnitRatio},
+				{name: "failed reconciles over 1h", unit: UnitCount},
 				{name: "error ratio over 30m", unit: UnitRatio}, {name: "error ratio over 6h", unit: UnitRatio},
+				{name: "failed reconciles over 6h", unit: UnitCount},
 			},
 			scope:    byController,
 			explains: []*gen.Alert{gen.ErrorBudgetBurnSlow},

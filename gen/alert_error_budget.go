@@ -32,8 +32,16 @@ var (
 	ticketBurns = []burnCondition{{ticketBurnRate, "2h", "1d"}, {ticketSlowRate, "6h", "3d"}}
 )
 
-// burnExpr is the expression of a burn-rate alert: any of its conditions.
-func burnExpr(e *exprEnv, conds []burnCondition) string {
+// minFailedKey is the page's setting of the failed reconciles the long window of a condition must
+// hold. An error ratio over few reconciles is not significant: a controller that reconciles four
+// times an hour reaches 40% over 1h and 75% over 5m when a dependency fails three reconciles in a
+// row for a minute, which is no burn worth waking anyone for; a failing object, retried with
+// controller-runtime's backoff, fails a dozen times within its first minute.
+const minFailedKey = "minFailedReconciles"
+
+// burnExpr is the expression of a burn-rate alert: any of its conditions. minFailed, when not
+// empty, is the least number of failed reconciles over a condition's long window.
+func burnExpr(e *exprEnv, conds []burnCondition, minFailed string) string {
 	budget := "(1 - " + e.b.p.G("errorBudgetBurnObjective", e.b.cfg.SLO.Objective) + ")"
 	var parts []string
 	for i, c := range conds {
@@ -41,7 +49,11 @@ func burnExpr(e *exprEnv, conds []burnCondition) string {
 		if i > 0 {
 			parts = append(parts, "or")
 		}
-		parts = append(parts, "(", "  "+sloRatioRef(c.short)+" > "+factor, "  and", "  "+sloRatioRef(c.long)+" > "+factor, ")")
+		parts = append(parts, "(", "  "+sloRatioRef(c.short)+" > "+factor, "  and", "  "+sloRatioRef(c.long)+" > "+factor)
+		if minFailed != "" {
+			parts = append(parts, "  and", "  "+sloFailedRef(c.long)+" >= "+minFailed)
+		}
+		parts = append(parts, ")")
 	}
 	return lines(parts...)
 }
@@ -50,8 +62,12 @@ func burnExpr(e *exprEnv, conds []burnCondition) string {
 var ErrorBudgetBurnFast = &Alert{
 	Key: "errorBudgetBurnPage", Name: "ErrorBudgetBurnFast",
 	Severity: SeverityCritical, For: 2 * time.Minute,
+	Params: []Param{
+		{Key: minFailedKey, Default: 5, Check: positive,
+			Doc: "Failed reconciles the long window of a condition (1h, 6h) must hold before the error ratio pages: below it, a controller that reconciles a few times an hour would page on one transient failure."},
+	},
 	Level:       levelController,
-	Expr:        func(e *exprEnv) string { return burnExpr(e, pageBurns) },
+	Expr:        func(e *exprEnv) string { return burnExpr(e, pageBurns, e.P(minFailedKey)) },
 	Summary:     "A controller burns its reconcile error budget fast.",
 	Description: "The reconciles of " + whereController + " fail at {{ $value | humanizePercentage }}: at this rate the error budget of the reconcile success objective is gone within days.",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
@@ -63,7 +79,7 @@ var ErrorBudgetBurnSlow = &Alert{
 	Key: "errorBudgetBurnTicket", Name: "ErrorBudgetBurnSlow",
 	Severity: SeverityWarning, For: 15 * time.Minute,
 	Level:       levelController,
-	Expr:        func(e *exprEnv) string { return burnExpr(e, ticketBurns) },
+	Expr:        func(e *exprEnv) string { return burnExpr(e, ticketBurns, "") },
 	Summary:     "A controller burns its reconcile error budget.",
 	Description: "The reconciles of " + whereController + " fail at {{ $value | humanizePercentage }} over hours: the error budget of the reconcile success objective will not last the month.",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
@@ -87,28 +103,56 @@ type burnState struct {
 	holds bool
 	// value is the alert's value: the short ratio of the first condition that holds.
 	value float64
-	// tooClose names a ratio within the float margin of its threshold while the other ratio of
-	// its condition is above: the evaluation at which the condition starts is not pinned.
+	// tooClose names what is within the float margin of its threshold (a ratio, or the failed
+	// reconciles over a long window) while the rest of its condition holds: the evaluation at
+	// which the condition starts is not pinned.
 	tooClose string
 }
 
-func burnAt(tr *sloTrace, conds []burnCondition, budget float64, t time.Duration) burnState {
+// burnAt is the state of a burn-rate alert with conditions conds at time t; minFailed is its
+// least number of failed reconciles over a long window (0: none).
+func burnAt(tr *sloTrace, conds []burnCondition, budget, minFailed float64, t time.Duration) burnState {
 	var st burnState
 	for _, cond := range conds {
 		th := cond.rate * budget
 		eps := margin * th
 		s, l := tr.ratio(cond.short, t), tr.ratio(cond.long, t)
-		switch {
-		case math.Abs(s-th) < eps && l > th:
-			st.tooClose = cond.short
-		case math.Abs(l-th) < eps && s > th:
-			st.tooClose = cond.long
+		enough := true
+		if minFailed > 0 {
+			f := tr.failed(cond.long, t)
+			enough = f >= minFailed
+			if math.Abs(f-minFailed) < margin*minFailed && s > th && l > th {
+				st.tooClose = "failed reconciles over " + cond.long
+			}
 		}
-		if s > th && l > th && !st.holds {
+		switch {
+		case math.Abs(s-th) < eps && l > th && enough:
+			st.tooClose = cond.short + " error ratio"
+		case math.Abs(l-th) < eps && s > th && enough:
+			st.tooClose = cond.long + " error ratio"
+		}
+		if s > th && l > th && enough && !st.holds {
 			st.holds, st.value = true, s
 		}
 	}
 	return st
+}
+
+// firstHold is the first evaluation from `from` to limit at which a burn-rate alert's condition
+// holds on series, or -1; an evaluation too close to a threshold to pin is an error.
+func firstHold(c *caseEnv, tr *sloTrace, conds []burnCondition, budget, minFailed float64, from, limit time.Duration) time.Duration {
+	eval := c.Interval()
+	for t := ceilTo(from, eval); t <= limit; t += eval {
+		st := burnAt(tr, conds, budget, minFailed, t)
+		if st.tooClose != "" {
+			c.errs = append(c.errs, fmt.Errorf("alert %s: the %s at %s is too close to its threshold to pin the boundary", c.a.Key, st.tooClose, fmtDuration(t)))
+			return -1
+		}
+		if st.holds {
+			return t
+		}
+	}
+	return -1
 }
 
 // burnCases are the cases of a burn-rate alert with conditions conds.
@@ -116,6 +160,10 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 	budget := 1 - c.Objective()
 	eval := c.Interval()
 	l := c.Controller().With("name", "")
+	minFailed := 0.0
+	if _, ok := c.a.param(minFailedKey); ok {
+		minFailed = c.P(minFailedKey)
+	}
 	// 10 reconciles a second throughout; from `history` on, a share `failing` of them fail.
 	failing := conds[0].rate * budget * above
 	if failing >= 1 {
@@ -134,18 +182,7 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 	}
 	limit := history + 3*24*time.Hour
 	tr := newSLOTrace(incident, eval, limit)
-	holds := time.Duration(-1)
-	for t := ceilTo(history, eval); t <= limit; t += eval {
-		st := burnAt(tr, conds, budget, t)
-		if st.tooClose != "" {
-			c.errs = append(c.errs, fmt.Errorf("alert %s: the %s error ratio at %s is too close to its threshold to pin the boundary", c.a.Key, st.tooClose, fmtDuration(t)))
-			break
-		}
-		if st.holds {
-			holds = t
-			break
-		}
-	}
+	holds := firstHold(c, tr, conds, budget, minFailed, history, limit)
 	if holds < 0 {
 		c.errs = append(c.errs, fmt.Errorf("alert %s: the incident never burns the budget before %s", c.a.Key, fmtDuration(limit)))
 		holds = history
@@ -155,7 +192,7 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 		{
 			Name:   "fires when the error ratio burns the budget over both windows of a condition",
 			Series: incident,
-			Fires:  &Firing{At: holds, Labels: c.Instance(l), Value: func(t time.Duration) float64 { return burnAt(tr, conds, budget, t).value }},
+			Fires:  &Firing{At: holds, Labels: c.Instance(l), Value: func(t time.Duration) float64 { return burnAt(tr, conds, budget, minFailed, t).value }},
 		},
 		{
 			Name:   "stays silent on an error rate within the budget",
@@ -185,7 +222,7 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 	silent := func(d time.Duration) bool {
 		otr := newSLOTrace(outageSeries(d), eval, until(d))
 		for t := ceilTo(history, eval); t <= until(d); t += eval {
-			if st := burnAt(otr, conds, budget, t); st.holds || st.tooClose != "" {
+			if st := burnAt(otr, conds, budget, minFailed, t); st.holds || st.tooClose != "" {
 				return false
 			}
 		}
@@ -207,5 +244,73 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 			Until:  until(outage),
 		})
 	}
+	if minFailed > 0 {
+		cases = append(cases, quietControllerCases(c, conds, budget, minFailed, l)...)
+	}
 	return cases
+}
+
+// quietControllerCases are the cases of a controller that reconciles four times an hour: a
+// transient failure (three failed reconciles within a minute), whose error ratios alone would
+// page, and failures that keep coming, which page once the long window holds minFailed of them.
+func quietControllerCases(c *caseEnv, conds []burnCondition, budget, minFailed float64, l Labels) []Case {
+	eval := c.Interval()
+	quiet := func(errors *Series) []*Series {
+		return []*Series{
+			errors,
+			Counter("controller_runtime_reconcile_total", l.With("result", "success"), 4.0/3600),
+			Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
+		}
+	}
+	// Three failed reconciles in the sample minute after `history`.
+	once := quiet(Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, 3/sampleInterval.Seconds()).Rate(history+sampleInterval, 0))
+	until := history + c.For() + time.Hour
+	tr := newSLOTrace(once, eval, until)
+	// Where the error ratios alone would page: the case checks for silence there.
+	var unguarded []time.Duration
+	held := time.Duration(-1)
+	for t := ceilTo(history, eval); t <= until; t += eval {
+		switch {
+		case !burnAt(tr, conds, budget, 0, t).holds:
+			held = -1
+		case held < 0:
+			held = t
+		}
+		if held >= 0 && t-held >= c.For() {
+			unguarded = append(unguarded, t)
+		}
+	}
+	if len(unguarded) == 0 {
+		c.errs = append(c.errs, fmt.Errorf("alert %s: a transient failure of a quiet controller does not page on its error ratios alone: its case would not test %s", c.a.Key, minFailedKey))
+	}
+	if t := firstHold(c, tr, conds, budget, minFailed, history, until); t >= 0 {
+		c.errs = append(c.errs, fmt.Errorf("alert %s: a transient failure of a quiet controller pages at %s", c.a.Key, fmtDuration(t)))
+	}
+	// Failures that keep coming, about four times as many as the reconciles that succeed: the
+	// error ratios pass their thresholds within minutes, the failed reconciles over 1h reach
+	// minFailed later. (An irrational rate: at no evaluation is the count exactly minFailed.)
+	failing := quiet(Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, 10*above/3600))
+	limit := history + 6*time.Hour
+	ftr := newSLOTrace(failing, eval, limit)
+	holds := firstHold(c, ftr, conds, budget, minFailed, history, limit)
+	if holds < 0 {
+		c.errs = append(c.errs, fmt.Errorf("alert %s: a quiet controller that keeps failing never pages before %s", c.a.Key, fmtDuration(limit)))
+		holds = history
+	}
+	if ratiosHold := firstHold(c, ftr, conds, budget, 0, history, limit); ratiosHold < 0 || ratiosHold >= holds {
+		c.errs = append(c.errs, fmt.Errorf("alert %s: the failing quiet controller's ratios do not burn the budget before its failures reach %s: its case would not test it", c.a.Key, minFailedKey))
+	}
+	return []Case{
+		{
+			Name:   "stays silent when a controller that reconciles four times an hour fails three times in a minute",
+			Series: once,
+			Until:  until,
+			Checks: unguarded,
+		},
+		{
+			Name:   "fires when a controller that reconciles four times an hour keeps failing, once the long window holds enough failed reconciles",
+			Series: failing,
+			Fires:  &Firing{At: holds, Labels: c.Instance(l), Value: func(t time.Duration) float64 { return burnAt(ftr, conds, budget, minFailed, t).value }},
+		},
+	}
 }

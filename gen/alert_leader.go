@@ -7,7 +7,8 @@ import (
 
 // Leader-election alerts, per lease: leader_election_master_status{name} is 1 on the leader and 0
 // on the others. Replicas racing without a leader show up as "more than one leader" when each runs
-// its own election, and as write races in the audit exporter when there is no election at all.
+// its own election of one lease name (in different lease namespaces, say), and as write races in
+// the audit exporter when there is no election at all or each elects on a lease name of its own.
 //
 // A healthy restart or handover must leave both LeaderMissing and LeaderMultiple silent, not even
 // pending: controller-runtime reports 0 on every replica from the moment its elector is built until
@@ -125,7 +126,7 @@ var LeaderMultiple = &Alert{
 		)) + " > 1"
 	},
 	Summary:     "A controller has more than one leader.",
-	Description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object: check that they use the same lease name and namespace, and that clocks agree.",
+	Description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object: check that they share one Lease object (the same lease namespace) and that clocks agree.",
 	Panel:       PanelRef{"controller", "Leader per lease"},
 	Cases: func(c *caseEnv) []Case {
 		a, b := leaseReplicas(c)

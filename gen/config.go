@@ -260,6 +260,8 @@ func (c Config) Validate() error {
 	}
 	if o := c.SLO.Objective; !(o < 1 && pageBurnRate*(1-o) <= 1) {
 		v.add("slo.objective", "must be in (%g, 1): the fastest burn rate (14.4) must fit in the error budget, got %g", 1-1/14.4, o)
+	} else {
+		v.written("slo.objective", o)
 	}
 	c.Alerts.validate(&v, "alerts")
 	c.APF.validate(&v, "apf")
@@ -326,6 +328,17 @@ func bucketOf(histogram string, bounds []float64) bound {
 func (v *validator) number(path string, f float64, b bound) {
 	if !b.ok(f) {
 		v.add(path, "%s, got %s", b.want, strconv.FormatFloat(f, 'g', -1, 64))
+		return
+	}
+	v.written(path, f)
+}
+
+// written reports a number the rules would not hold as given: they write numbers with 6
+// significant digits (as jsonnet's "%g" does, so that the mixin renders the same rules), and
+// 0.9999995 would be written 1.
+func (v *validator) written(path string, f float64) {
+	if g, _ := strconv.ParseFloat(formatG(f), 64); g != f {
+		v.add(path, "has more than 6 significant digits: the rules would hold %s, got %s", formatG(f), strconv.FormatFloat(f, 'g', -1, 64))
 	}
 }
 

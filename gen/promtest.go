@@ -3,6 +3,7 @@ package gen
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -32,6 +33,10 @@ type Case struct {
 	// Until is how long a healthy case runs; it is checked for silence all along. Zero means
 	// half an hour past the alert's `for`.
 	Until time.Duration
+	// Checks are evaluation times a healthy case is checked at besides its evenly spaced
+	// ones: where the alert would fire but for what the case is about, which may be a few
+	// minutes that the even spacing steps over.
+	Checks []time.Duration
 }
 
 // Firing is what a firing case expects.
@@ -247,7 +252,13 @@ func (m *Model) alertTests(r Rule) ([]testGroup, error) {
 				end = env.For() + 30*time.Minute
 			}
 			step := ceilTo(end/healthyChecks, interval)
+			var times []time.Duration
 			for t := step; t <= end; t += step {
+				times = append(times, t)
+			}
+			times = append(times, c.Checks...)
+			slices.Sort(times)
+			for _, t := range slices.Compact(times) {
 				tg.AlertRuleTests = append(tg.AlertRuleTests, alertTest{EvalTime: fmtDuration(t), Alertname: r.Alert, ExpAlerts: []expAlert{}})
 			}
 		}

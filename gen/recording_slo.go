@@ -122,6 +122,16 @@ func sloRatioRef(window string) string {
 	return recErrorRatioName(window)
 }
 
+// sloFailedRef is how an alert reads the failed reconciles over window: the mean of the sampled
+// (fine window) or coarse (coarse window) error rate over the window, times its length in seconds.
+func sloFailedRef(window string) string {
+	src := recReconcileErrorsSampled.Name
+	if sloSource(window) == sloCoarse {
+		src = recReconcileErrorsCoarse.Name
+	}
+	return "avg_over_time(" + src + "[" + window + "]) * " + formatG(parseWindow(window).Seconds())
+}
+
 // sloSourceKind says which recorded series an error ratio over a window is built from.
 type sloSourceKind int
 

@@ -123,6 +123,20 @@ func (tr *sloTrace) ratio(window string, t time.Duration) float64 {
 	}
 }
 
+// failed is the failed reconciles over window at time t, as sloFailedRef reads them.
+func (tr *sloTrace) failed(window string, t time.Duration) float64 {
+	k := int(t / tr.eval)
+	if k < 0 || k >= len(tr.err5) {
+		return math.NaN()
+	}
+	v := tr.err5
+	if sloSource(window) == sloCoarse {
+		v = tr.err30
+	}
+	w := parseWindow(window)
+	return tr.avgOver(v, k, w) * w.Seconds()
+}
+
 // share is errors / reconciles capped at 1, as errorShare records it (clamp_max keeps NaN).
 func share(errors, reconciles float64) float64 {
 	r := errors / reconciles

@@ -25,6 +25,7 @@
     controllerTargetsSelector: "job=~\".*(controller|operator|manager).*\"",
     errorBudgetBurnObjective: 0.99,
     errorBudgetBurnPageFor: "2m",
+    errorBudgetBurnPageMinFailedReconciles: 5,
     errorBudgetBurnTicketFor: "15m",
     exporterDashboardUID: "loopwatch-exporter",
     exporterDroppingFor: "10m",
