@@ -181,6 +181,8 @@ func (d *diagnosis) controller(k controllerKey, fs []*finding) Controller {
 		c.Verdict, c.Headline = Unhealthy, c.Causes[0].Summary
 	case len(c.Causes) > 0:
 		c.Verdict, c.Headline = InsufficientData, "Not known to be healthy: "+strings.TrimSuffix(c.Causes[0].Summary, ".")+"."
+	case !d.inv.reporting[k]:
+		c.Verdict, c.Headline = InsufficientData, fmt.Sprintf("Not known to be healthy: its %s series stopped within the window: the process stopped, was scaled to zero, or is no longer scraped (up{job=%q}).", catalogue.ControllerRuntimeReconcileTotal.Name, k.job)
 	case n < minSamples:
 		c.Verdict, c.Headline = InsufficientData, fmt.Sprintf("Not known to be healthy: %s has %g samples in the window, too few for a rate.", catalogue.ControllerRuntimeReconcileTotal.Name, n)
 	case len(missing) > 0:

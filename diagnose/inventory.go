@@ -43,6 +43,9 @@ type inventory struct {
 	// calls and reconciles are every controller's instrumented API calls and reconciles per
 	// second over the window: what "the busiest controller of a workload" is decided on.
 	calls, reconciles []series
+	// reporting are the controllers whose reconcile counter Prometheus has at the end of the
+	// window.
+	reporting map[controllerKey]bool
 }
 
 // loadInventory finds the controllers and the coverage of every family the checks need. No
@@ -51,12 +54,17 @@ func (d *diagnosis) loadInventory(ctx context.Context) error {
 	inv := &inventory{cfg: d.opts.Config, byJob: map[jobKey][]controllerKey{}, coverage: map[string]map[string]float64{}}
 	families := neededFamilies()
 	vectors := make([]model.Vector, len(families))
-	var tasks []func(context.Context) error
+	var reporting model.Vector
+	tasks := []func(context.Context) error{d.instantTask(d.q.reporting(), &reporting)}
 	for i, m := range families {
 		tasks = append(tasks, d.instantTask(d.q.coverage(m, d.window()), &vectors[i]))
 	}
 	if err := d.runAll(ctx, tasks); err != nil {
 		return err
+	}
+	inv.reporting = map[controllerKey]bool{}
+	for _, s := range reporting {
+		inv.reporting[inv.controllerOf(labelsOf(s.Metric))] = true
 	}
 	for i, m := range families {
 		cov := map[string]float64{}

@@ -33,6 +33,8 @@ type scenario struct {
 	namespace, job string
 	manager        fakeManager
 	want           map[string]want // by controller name
+	// stops: the process stops before the diagnosis (its target answers no more).
+	stops bool
 }
 
 // want is the expected diagnosis of one controller.
@@ -126,6 +128,17 @@ func scenarios() []scenario {
 			},
 		},
 		{
+			// A healthy process that stops (crashes, is scaled to zero) just before the
+			// diagnosis: every check would pass on its data, none of which is recent.
+			namespace: "stopped", job: "fake-stopped-operator", stops: true,
+			manager: fakeManager{
+				controllers: []fakeController{{name: "gizmo", success: 2, fast: 0.02, depth: 1, busy: 1, maxWorkers: 4, wait: 0.01}},
+				requests:    map[string]float64{"GET": 2, "PATCH": 0.2},
+				leader:      one(1),
+			},
+			want: map[string]want{"gizmo": {verdict: diagnose.InsufficientData}},
+		},
+		{
 			// The workqueue metrics provider race: reconcile metrics but no workqueue_* at all.
 			namespace: "noqueue", job: "fake-noqueue-operator",
 			manager: fakeManager{
@@ -155,15 +168,20 @@ func TestDiagnoseOnPrometheus(t *testing.T) {
 		targets []stack.ScrapeTarget
 		history strings.Builder
 	)
-	add := func(job string, labels map[string]string, render func(float64) *exposition) {
+	add := func(job string, labels map[string]string, render func(float64) *exposition) *fakeTarget {
 		f := serveMetrics(render)
 		t.Cleanup(f.srv.Close)
 		host := hostOf(t, f.srv.URL)
 		targets = append(targets, stack.ScrapeTarget{Job: job, Addresses: []string{host}, Labels: labels})
 		f.backfill(&history, with(labels, "job", job, "instance", host))
+		return f
 	}
+	var stopping []*fakeTarget
 	for _, sc := range scenarios() {
-		add(sc.job, map[string]string{"namespace": sc.namespace, "pod": sc.job + "-0"}, sc.manager.metrics)
+		f := add(sc.job, map[string]string{"namespace": sc.namespace, "pod": sc.job + "-0"}, sc.manager.metrics)
+		if sc.stops {
+			stopping = append(stopping, f)
+		}
 	}
 	add("loopwatch-exporter", map[string]string{"namespace": "loopwatch", "pod": "loopwatch-exporter-0"}, fakeExporter{offenders: []fakeOffender{{
 		metric: catalogue.AuditFightHandoffs, value: 6,
@@ -190,6 +208,14 @@ func TestDiagnoseOnPrometheus(t *testing.T) {
 	if err := withRules.WaitForRuleEvaluations(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range stopping {
+		f.srv.Close()
+	}
+	// The next scrape of a stopped target fails, and Prometheus marks its series stale.
+	for _, p := range []*stack.Prometheus{withRules, raw} {
+		waitForQuery(ctx, t, p, `up{namespace="stopped"} == 0`)
+	}
+	time.Sleep(2 * time.Second) // diagnose ends its window at a whole second: past the stale markers
 
 	for _, tc := range []struct {
 		name         string
@@ -260,6 +286,22 @@ func TestDiagnoseOnPrometheus(t *testing.T) {
 }
 
 // checkScenarios compares the report with every scenario's expectations.
+// waitForQuery polls Prometheus until query has a result.
+func waitForQuery(ctx context.Context, t *testing.T, p *stack.Prometheus, query string) {
+	t.Helper()
+	for {
+		v, _, err := p.API().Query(ctx, query, time.Now())
+		if err == nil && v.String() != "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: no result on %s: %v", query, p.URL(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 func checkScenarios(t *testing.T, r diagnose.Report) {
 	t.Helper()
 	found := map[string]diagnose.Controller{}

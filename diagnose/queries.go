@@ -154,6 +154,13 @@ func (q queries) coverage(m catalogue.Metric, window string) string {
 	return aggregate("max", by, "count_over_time("+s+"["+window+"])")
 }
 
+// reporting is the controllers whose reconcile counter Prometheus has at the query's instant:
+// a target that stopped answering, or went away, has its series marked stale at its next scrape
+// and drops out.
+func (q queries) reporting() string {
+	return aggregate("count", q.controllerLevel(), sel(catalogue.ControllerRuntimeReconcileTotal.Name, q.cfg.Selectors.Controller))
+}
+
 func hasLabel(m catalogue.Metric, label string) bool {
 	for _, l := range m.Labels {
 		if l == label {

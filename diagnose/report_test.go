@@ -25,7 +25,7 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	d := planned(t, gen.Default(), nil)
-	d.inv = &inventory{cfg: d.opts.Config, byJob: map[jobKey][]controllerKey{}, coverage: map[string]map[string]float64{}}
+	d.inv = &inventory{cfg: d.opts.Config, byJob: map[jobKey][]controllerKey{}, coverage: map[string]map[string]float64{}, reporting: map[controllerKey]bool{}}
 	return &fixture{t: t, d: d}
 }
 
@@ -53,6 +53,7 @@ func (fx *fixture) controller(namespace, job, name string, without ...catalogue.
 	k := controllerKey{"", namespace, job, name}
 	fx.d.inv.controllers = append(fx.d.inv.controllers, k)
 	fx.d.inv.byJob[k.jobKey()] = append(fx.d.inv.byJob[k.jobKey()], k)
+	fx.d.inv.reporting[k] = true
 	l := map[string]string{"namespace": namespace, "job": job, "controller": name}
 	for _, m := range neededFamilies() {
 		skip := false
@@ -191,6 +192,23 @@ func TestReportGolden(t *testing.T) {
 	}
 	if len(r.Unattributed) != 1 || r.Unattributed[0].Alert != gen.WriteFight.FullName() {
 		t.Errorf("unattributed %v, want the fight between kube-system actors", r.Unattributed)
+	}
+}
+
+// A controller whose metrics stopped within the window, with data enough for every check before
+// that, is not called healthy: nothing can fail in data that is not there.
+func TestReportDoesNotCallAStoppedControllerHealthy(t *testing.T) {
+	fx := newFixture(t)
+	fx.exporter()
+	l := fx.controller("backup-system", "backup-operator", "backup")
+	fx.signal(gen.ReconcileErrors, "share of reconciles returning an error", l, 0)
+	if r := fx.d.report(); r.Controllers[0].Verdict != Healthy {
+		t.Fatalf("while reporting: verdict %s (%s), want healthy", r.Controllers[0].Verdict, r.Controllers[0].Headline)
+	}
+	delete(fx.d.inv.reporting, controllerKey{"", "backup-system", "backup-operator", "backup"})
+	r := fx.d.report()
+	if c := r.Controllers[0]; c.Verdict != InsufficientData || !strings.Contains(c.Headline, "stopped within the window") {
+		t.Fatalf("after it stopped: verdict %s (%s), want insufficient data saying it stopped", c.Verdict, c.Headline)
 	}
 }
 

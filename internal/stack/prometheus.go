@@ -83,6 +83,8 @@ type Prometheus struct {
 	api  promv1.API
 	http *http.Client
 	proc *process
+	// targets is how many scrape targets the configuration names.
+	targets int
 }
 
 // StartPrometheus writes a configuration for opts and starts Prometheus on a free loopback port
@@ -123,6 +125,9 @@ func StartPrometheus(ctx context.Context, opts PrometheusOptions) (p *Prometheus
 		if opts.RuleFiles, err = withoutGroupIntervals(opts.RuleFiles, filepath.Join(dir, "rules")); err != nil {
 			return p, err
 		}
+	}
+	for _, t := range opts.Targets {
+		p.targets += len(t.Addresses)
 	}
 	config, err := prometheusConfig(opts)
 	if err != nil {

@@ -73,6 +73,10 @@ func (p *Prometheus) WaitForTargetsUp(ctx context.Context) error {
 				down = append(down, fmt.Sprintf("%s %s: %s %s", t.Labels["job"], t.ScrapeURL, t.Health, t.LastError))
 			}
 		}
+		// Until service discovery has run, there is no active target at all: none is down.
+		if n := len(res.Active); n < p.targets {
+			down = append(down, fmt.Sprintf("%d of %d targets not discovered yet", p.targets-n, p.targets))
+		}
 		return len(down) == 0
 	})
 	if err != nil {
