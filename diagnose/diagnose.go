@@ -52,15 +52,30 @@ const (
 	steps = 60
 )
 
+// complete fills in the defaults of the options left zero, and reports every option that is
+// out of range, each under the name of its flag.
 func (o Options) complete() (Options, error) {
+	var errs []error
 	if o.Prometheus == "" {
-		return o, errors.New("the Prometheus URL is required")
+		errs = append(errs, errors.New("the Prometheus URL is required"))
+	}
+	if o.Since < 0 {
+		errs = append(errs, fmt.Errorf("since must be positive, got %s", o.Since))
+	}
+	if o.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout must be positive, got %s", o.Timeout))
+	}
+	if o.MaxResponseBytes < 0 {
+		errs = append(errs, fmt.Errorf("max-response-bytes must be positive, got %d", o.MaxResponseBytes))
+	}
+	if o.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("concurrency must be positive, got %d", o.Concurrency))
+	}
+	if len(errs) > 0 {
+		return o, errors.Join(errs...)
 	}
 	if o.Since == 0 {
 		o.Since = DefaultSince
-	}
-	if o.Since < 0 {
-		return o, fmt.Errorf("since must be positive, got %s", o.Since)
 	}
 	if o.End.IsZero() {
 		o.End = time.Now()
@@ -74,7 +89,7 @@ func (o Options) complete() (Options, error) {
 	if o.MaxResponseBytes == 0 {
 		o.MaxResponseBytes = DefaultMaxResponseBytes
 	}
-	if o.Concurrency <= 0 {
+	if o.Concurrency == 0 {
 		o.Concurrency = DefaultConcurrency
 	}
 	return o, nil

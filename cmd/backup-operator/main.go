@@ -5,6 +5,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -17,7 +18,9 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(); errors.Is(err, flag.ErrHelp) {
+		return // the flag set printed the usage
+	} else if err != nil {
 		fmt.Fprintf(os.Stderr, "backup-operator: %v\n", err)
 		os.Exit(1)
 	}

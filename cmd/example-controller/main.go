@@ -9,6 +9,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -32,7 +33,9 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(); errors.Is(err, flag.ErrHelp) {
+		return // the flag set printed the usage
+	} else if err != nil {
 		fmt.Fprintf(os.Stderr, "example-controller: %v\n", err)
 		os.Exit(1)
 	}

@@ -61,6 +61,9 @@ func NewScheme() (*runtime.Scheme, error) {
 
 // New builds the manager and registers the controllers, runnables and probes.
 func New(cfg *rest.Config, o Options) (*Operator, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@
 package app
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"strconv"
@@ -103,6 +104,68 @@ func Defaults() Options {
 		FightInterval:           time.Second,
 		Faults:                  faults.Modes{NPlusOneFanout: 50},
 	}
+}
+
+// Validate reports every option that is out of range, each under the name of its flag: negative
+// durations and counts (zero keeps a default), leader-election timings that client-go would refuse
+// only once the manager starts, and a fight identity without the fight.
+func (o Options) Validate() error {
+	var errs []error
+	bad := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
+	}
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{
+		{"leader-election-lease-duration", o.LeaseDuration}, {"leader-election-renew-deadline", o.RenewDeadline},
+		{"leader-election-retry-period", o.RetryPeriod}, {"store-put-timeout", o.PutTimeout},
+		{"store-delete-timeout", o.DeleteTimeout}, {"orphan-interval", o.OrphanInterval},
+		{"fault-slow-store", o.Faults.SlowStore}, {"fault-mass-update-every", o.Faults.MassUpdateEvery},
+		{"fault-fight-interval", o.FightInterval}, {"fault-reconcile-delay", o.Faults.ReconcileDelay},
+		{"fault-relist-every", o.Faults.RelistEvery}, {"fault-lease-unreachable-after", o.Faults.LeaseUnreachableAfter},
+		{"fault-lease-lost-after", o.Faults.LeaseLostAfter},
+	} {
+		if d.v < 0 {
+			bad(d.flag, "must not be negative, got %s", d.v)
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    int
+	}{
+		{"max-concurrent-reconciles", o.MaxConcurrentReconciles}, {"kube-api-burst", o.KubeBurst},
+		{"fault-n-plus-one-fanout", o.Faults.NPlusOneFanout},
+	} {
+		if n.v < 0 {
+			bad(n.flag, "must not be negative, got %d", n.v)
+		}
+	}
+	if o.KubeQPS < 0 {
+		bad("kube-api-qps", "must not be negative, got %g", o.KubeQPS)
+	}
+	// client-go's leader election needs lease duration > renew deadline > 1.2 × retry period;
+	// zero is controller-runtime's default (15s, 10s, 2s).
+	lease, renew, retry := orDefault(o.LeaseDuration, 15*time.Second), orDefault(o.RenewDeadline, 10*time.Second), orDefault(o.RetryPeriod, 2*time.Second)
+	if o.LeaderElection && lease > 0 && renew > 0 && retry > 0 {
+		if lease <= renew {
+			bad("leader-election-lease-duration", "must be longer than the renew deadline (%s), got %s", renew, lease)
+		}
+		if float64(renew) <= 1.2*float64(retry) {
+			bad("leader-election-renew-deadline", "must be longer than 1.2 × the retry period (%s), got %s", retry, renew)
+		}
+	}
+	if o.FightAs != "" && !o.Faults.Fight {
+		bad("fault-fight-as", "names the second writer of --fault-fight, which is off")
+	}
+	return errors.Join(errs...)
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // BindFlags registers the command-line flags, with o's values as defaults.

@@ -3,6 +3,7 @@ package app
 import (
 	"flag"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,40 @@ func TestFlagsRejectABadNumber(t *testing.T) {
 	o.BindFlags(fs)
 	if err := fs.Parse([]string{"--kube-api-qps=fast"}); err == nil {
 		t.Fatal("--kube-api-qps=fast accepted")
+	}
+}
+
+func TestValidateReportsEveryProblemWithItsFlag(t *testing.T) {
+	if err := Defaults().Validate(); err != nil {
+		t.Fatalf("the defaults are refused: %v", err)
+	}
+	o := Defaults()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.BindFlags(fs)
+	if err := fs.Parse([]string{
+		"--store-delete-timeout=-1s", "--max-concurrent-reconciles=-2", "--kube-api-qps=-5",
+		"--leader-election-lease-duration=10s", "--leader-election-renew-deadline=10s",
+		"--fault-fight-as=system:serviceaccount:x:y",
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Validate()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{
+		"--store-delete-timeout: must not be negative, got -1s",
+		"--max-concurrent-reconciles: must not be negative, got -2",
+		"--kube-api-qps: must not be negative, got -5",
+		"--leader-election-lease-duration: must be longer than the renew deadline (10s), got 10s",
+		"--fault-fight-as: names the second writer of --fault-fight, which is off",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q missing from:\n%v", want, err)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != 5 {
+		t.Errorf("%d problems reported, want 5:\n%v", n, err)
 	}
 }
