@@ -78,7 +78,14 @@ type Report struct {
 	Writes []Write
 	// OverBudget lists reconciles of the final pass that made too many calls.
 	OverBudget []string
+	// Requeues lists reconciles of the final pass that asked to run again within
+	// MinRequeueAfter: a converged object reconciled again at once, for ever.
+	Requeues []string
 }
+
+// MinRequeueAfter is the shortest RequeueAfter a converged reconcile may return: sooner, the
+// controller reconciles the object in a loop although nothing changes.
+const MinRequeueAfter = time.Second
 
 func (c *Config) validate() error {
 	var errs []error
@@ -152,8 +159,11 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		return rep, err
 	}
 	rep.Reconciles, rep.FinalCalls, rep.MaxCallsSeen = final.reconciles, final.calls, final.maxCalls
-	rep.Writes, rep.OverBudget = final.writes, final.overBudget
-	if len(final.writes) > 0 || len(final.overBudget) > 0 || len(final.errs) > 0 {
+	rep.Writes, rep.OverBudget, rep.Requeues = final.writes, final.overBudget, final.requeues
+	if len(final.empty) > 0 {
+		return rep, fmt.Errorf("converge: nothing to reconcile for %s: Requests returned no request (check its namespace and selector)", strings.Join(final.empty, ", "))
+	}
+	if len(final.writes) > 0 || len(final.overBudget) > 0 || len(final.errs) > 0 || len(final.requeues) > 0 {
 		return rep, fmt.Errorf("converge: the reconcile after convergence was not a no-op:\n%s", final.describe())
 	}
 	return rep, nil
@@ -174,6 +184,9 @@ type pass struct {
 	writes                      []Write
 	overBudget                  []string
 	errs                        []string
+	requeues                    []string
+	// empty are the targets whose Requests returned none.
+	empty []string
 }
 
 func runPass(ctx context.Context, targets []built) (pass, error) {
@@ -183,9 +196,15 @@ func runPass(ctx context.Context, targets []built) (pass, error) {
 		if err != nil {
 			return p, fmt.Errorf("converge: requests of %q: %w", b.t.Name, err)
 		}
+		if len(reqs) == 0 {
+			p.empty = append(p.empty, b.t.Name)
+		}
 		for _, req := range reqs {
 			rctx, tally := instrument.WithTally(ctx)
-			_, rerr := b.r.Reconcile(rctx, req)
+			res, rerr := b.r.Reconcile(rctx, req)
+			if res.RequeueAfter > 0 && res.RequeueAfter < MinRequeueAfter {
+				p.requeues = append(p.requeues, fmt.Sprintf("%s %s: RequeueAfter %s", b.t.Name, req, res.RequeueAfter))
+			}
 			calls := tally.Calls()
 			p.reconciles++
 			p.calls += len(calls)
@@ -214,6 +233,9 @@ func (p pass) describe() string {
 	}
 	for _, e := range p.errs {
 		fmt.Fprintf(&b, "  error: %s\n", e)
+	}
+	for _, r := range p.requeues {
+		fmt.Fprintf(&b, "  requeued at once: %s\n", r)
 	}
 	return b.String()
 }

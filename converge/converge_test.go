@@ -83,6 +83,41 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// spinner never writes and asks to run again after 10ms: converged, and a loop all the same.
+type spinner struct{}
+
+func (spinner) Reconcile(context.Context, reconcile.Request) (reconcile.Result, error) {
+	return reconcile.Result{RequeueAfter: 10 * time.Millisecond}, nil
+}
+
+func TestRunFailsWhatTestsNothing(t *testing.T) {
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "c"}}
+	for _, c := range []struct {
+		name     string
+		requests []reconcile.Request
+		wantErr  string
+	}{
+		{"fails a target whose Requests return none", nil, "nothing to reconcile for spin: Requests returned no request"},
+		{"fails a reconciler that requeues at once after converging", []reconcile.Request{req}, "requeued at once: spin ns/c: RequeueAfter 10ms"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Run(context.Background(), Config{
+				Client:    fake.NewClientBuilder().WithScheme(scheme.Scheme).Build(),
+				MaxPasses: 2,
+				Settle:    time.Millisecond,
+				Targets: []Target{{
+					Name:     "spin",
+					New:      func(client.Client) reconcile.Reconciler { return spinner{} },
+					Requests: func(context.Context) ([]reconcile.Request, error) { return c.requests, nil },
+				}},
+			})
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, c.wantErr)
+			}
+		})
+	}
+}
+
 func TestRunRefusesAnIncompleteConfig(t *testing.T) {
 	_, err := Run(context.Background(), Config{Targets: []Target{{}}})
 	if err == nil {
