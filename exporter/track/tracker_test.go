@@ -41,6 +41,16 @@ func repeat(actor string, n int, every time.Duration) []write {
 	return ws
 }
 
+// handedOver is pod p1 handing object cm over to p2, which writes it every 4 minutes for 20
+// minutes; then come the writes given.
+func handedOver(then ...write) []write {
+	ws := []write{{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: time.Second}}
+	for at := 4 * time.Minute; at <= 20*time.Minute; at += 4 * time.Minute {
+		ws = append(ws, write{actor: "sa", pod: "p2", name: "cm", at: at})
+	}
+	return append(ws, then...)
+}
+
 func TestTrackerDetections(t *testing.T) {
 	cm := ObjectRef{Resource: "configmaps", Namespace: "default", Name: "cm"}
 	cases := []struct {
@@ -119,27 +129,14 @@ func TestTrackerDetections(t *testing.T) {
 		},
 		{
 			name: "stays silent when a pod takes the object back at the next handover, long after the first",
-			writes: func() []write {
-				// p1 hands over to p2, which writes every 4 minutes; 20 minutes later p2 hands
-				// back to p1 (a StatefulSet's pods keep their names across rollouts).
-				ws := []write{{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: time.Second}}
-				for at := 4 * time.Minute; at <= 20*time.Minute; at += 4 * time.Minute {
-					ws = append(ws, write{actor: "sa", pod: "p2", name: "cm", at: at})
-				}
-				return append(ws, write{actor: "sa", pod: "p1", name: "cm", at: 20*time.Minute + time.Second},
-					write{actor: "sa", pod: "p1", name: "cm", at: 24 * time.Minute})
-			}(),
+			// A StatefulSet's pods keep their names across rollouts.
+			writes: handedOver(write{actor: "sa", pod: "p1", name: "cm", at: 20*time.Minute + time.Second},
+				write{actor: "sa", pod: "p1", name: "cm", at: 24 * time.Minute}),
 		},
 		{
 			name: "reports a replica race when pods take turns long after a handover",
-			writes: func() []write {
-				ws := []write{{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: time.Second}}
-				for at := 4 * time.Minute; at <= 20*time.Minute; at += 4 * time.Minute {
-					ws = append(ws, write{actor: "sa", pod: "p2", name: "cm", at: at})
-				}
-				return append(ws, write{actor: "sa", pod: "p1", name: "cm", at: 20*time.Minute + time.Second},
-					write{actor: "sa", pod: "p2", name: "cm", at: 20*time.Minute + 2*time.Second})
-			}(),
+			writes: handedOver(write{actor: "sa", pod: "p1", name: "cm", at: 20*time.Minute + time.Second},
+				write{actor: "sa", pod: "p2", name: "cm", at: 20*time.Minute + 2*time.Second}),
 			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2"}, Writes: 3, First: t0.Add(20 * time.Minute), Last: t0.Add(20*time.Minute + 2*time.Second)}},
 		},
 		{
