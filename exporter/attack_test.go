@@ -321,7 +321,7 @@ func TestAttackLargeBatchSlowerThanTheQueueWaitIsReceived(t *testing.T) {
 		n *= 2
 		body = realBatch(t, n)
 	}
-	// About 1.6 MiB at 1 MiB/s: the buffer grows past its first 512 KiB after about 0.5 s.
+	// At least 1.5 MiB at about 1 MiB/s: the buffer grows past its first 512 KiB after about 0.5 s.
 	req, _ := http.NewRequest(http.MethodPost, s.url+WebhookPath, &paced{data: body, chunk: 64 << 10, every: 60 * time.Millisecond})
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.client(&s.pki.client).Do(req)
