@@ -367,16 +367,17 @@ func (t *Tracker) observe(ev *decode.Event, clock time.Time, h eventHashes) {
 	w := &objectWrite{o: o, key: h.object, ah: ah, now: t.seconds(ts), ts: ts, clock: clock, conflict: conflict}
 	w.st, _ = t.objects.get(w.key, w.now)
 	w.st.seen = w.now
-	t.names.put(ah, actor)
 	if ev.Pod != "" && ev.ImpersonatedUsername == "" {
 		t.trackRace(w)
 	}
-	if !success {
-		return
+	if success {
+		t.trackFight(w)
+		t.trackHot(w)
+		w.st.actor = ah
 	}
-	t.trackFight(w)
-	t.trackHot(w)
-	w.st.actor = ah
+	// Names are put after the detections have read the previous writer's, which this write's
+	// names could otherwise evict from the cache.
+	t.names.put(ah, actor)
 }
 
 func (t *Tracker) trackRace(w *objectWrite) {
@@ -387,7 +388,6 @@ func (t *Tracker) trackRace(w *objectWrite) {
 	ph.WriteByte(0)
 	ph.WriteString(ev.Pod)
 	pod := ph.Sum64() | 1
-	t.names.put(pod, ev.Pod)
 	a32 := uint32(w.ah)
 	switched := st.pod != 0 && st.pod != pod && st.podActor == a32 && w.now-st.podAt <= t.raceWindow
 	if r := t.races.get(w.key, w.clock); r != nil {
@@ -422,6 +422,7 @@ func (t *Tracker) trackRace(w *objectWrite) {
 		}
 	}
 	st.pod, st.podAt, st.podActor = pod, w.now, a32
+	t.names.put(pod, ev.Pod)
 }
 
 // raceWrite counts a write of a race or candidate.

@@ -66,6 +66,17 @@ func TestTrackerDetections(t *testing.T) {
 			fights: []Fight{{Object: cm, ActorA: "sa-a", ActorB: "sa-b", Handoffs: 5, First: t0.Add(time.Second), Last: t0.Add(5 * time.Second)}},
 		},
 		{
+			name: "names both actors of a fight whose writes come from pods",
+			writes: func() []write {
+				ws := alternate("sa-b", "sa-a", 6, time.Second)
+				for i := range ws {
+					ws[i].pod = ws[i].actor + "-pod"
+				}
+				return ws
+			}(),
+			fights: []Fight{{Object: cm, ActorA: "sa-a", ActorB: "sa-b", Handoffs: 5, First: t0.Add(time.Second), Last: t0.Add(5 * time.Second)}},
+		},
+		{
 			name:   "stays silent when the handoffs are spread beyond the window",
 			writes: alternate("sa-a", "sa-b", 6, 3*time.Minute),
 		},
@@ -158,23 +169,33 @@ func TestTrackerDetections(t *testing.T) {
 			},
 		},
 	}
+	// Each case runs with the configured name cache and with one of a single pair of slots, where
+	// every name collides: the previous writer's actor and pod must still be named, not unknown.
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			tr, _, _ := newTestTracker(t, Config{HotWrites: 20, HotWindow: time.Minute, FightHandoffs: 4, FightWindow: 5 * time.Minute})
-			for _, w := range tc.writes {
-				ev := w.event()
-				tr.Observe(&ev, nil)
-			}
-			if got := tr.Fights(); !reflect.DeepEqual(got, nonNil(tc.fights)) {
-				t.Errorf("fights:\n got %+v\nwant %+v", got, tc.fights)
-			}
-			if got := tr.HotObjects(); !reflect.DeepEqual(got, nonNil(tc.hot)) {
-				t.Errorf("hot objects:\n got %+v\nwant %+v", got, tc.hot)
-			}
-			if got := tr.Races(); !reflect.DeepEqual(got, nonNil(tc.races)) {
-				t.Errorf("races:\n got %+v\nwant %+v", got, tc.races)
-			}
-		})
+		for _, names := range []struct {
+			name string
+			size int
+		}{{"", 0}, {"/one slot pair for names", 1}} {
+			t.Run(tc.name+names.name, func(t *testing.T) {
+				tr, _, _ := newTestTracker(t, Config{HotWrites: 20, HotWindow: time.Minute, FightHandoffs: 4, FightWindow: 5 * time.Minute})
+				if names.size > 0 {
+					tr.names = newNameCache(names.size)
+				}
+				for _, w := range tc.writes {
+					ev := w.event()
+					tr.Observe(&ev, nil)
+				}
+				if got := tr.Fights(); !reflect.DeepEqual(got, nonNil(tc.fights)) {
+					t.Errorf("fights:\n got %+v\nwant %+v", got, tc.fights)
+				}
+				if got := tr.HotObjects(); !reflect.DeepEqual(got, nonNil(tc.hot)) {
+					t.Errorf("hot objects:\n got %+v\nwant %+v", got, tc.hot)
+				}
+				if got := tr.Races(); !reflect.DeepEqual(got, nonNil(tc.races)) {
+					t.Errorf("races:\n got %+v\nwant %+v", got, tc.races)
+				}
+			})
+		}
 	}
 }
 
