@@ -196,6 +196,7 @@ func checks() []*check {
 			alert: gen.ControllerMetricsMissing,
 			signals: []signalSpec{
 				{name: "target up", unit: UnitCount},
+				{name: "time since its job last exported controller metrics", unit: UnitSeconds},
 			},
 			scope: byNone,
 			gap:   true,

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -27,7 +28,13 @@ type inliner struct {
 	missing map[string]string
 	// interval is the recording rules' evaluation interval: the resolution of subqueries.
 	interval time.Duration
+	// inlining are the recordings being inlined, outermost first.
+	inlining []string
 }
+
+// nothing is an expression without any series: what a recording's read of its own past values
+// becomes when it is inlined (see replace).
+const nothing = "vector(0) < 0"
 
 // rewrite returns query with every missing recording inlined, or query itself when it reads none.
 func (in *inliner) rewrite(query string) (string, error) {
@@ -123,6 +130,14 @@ func (in *inliner) replace(vs *parser.VectorSelector) (parser.Expr, error) {
 	if vs.OriginalOffset != 0 || vs.OriginalOffsetExpr != nil || vs.Timestamp != nil || vs.StartOrEnd != 0 {
 		return nil, fmt.Errorf("inline recording %q: offset and @ modifiers are not supported", vs.Name)
 	}
+	if slices.Contains(in.inlining, vs.Name) {
+		// A recording that reads its own past values (a latch: the last time a job exported
+		// controller metrics) has none where the rule does not run, and rebuilding them from
+		// the raw metrics would inline it without end. Its self-read reads nothing: the inlined
+		// rule remembers only what its other ranges reach.
+		e, err := promqlParser.ParseExpr(nothing)
+		return &parser.ParenExpr{Expr: e}, err
+	}
 	inner, err := promqlParser.ParseExpr(in.missing[vs.Name])
 	if err != nil {
 		return nil, fmt.Errorf("parse recording %q: %w", vs.Name, err)
@@ -143,7 +158,10 @@ func (in *inliner) replace(vs *parser.VectorSelector) (parser.Expr, error) {
 	}
 	// A recording may read other recordings (the 5m error ratio reads the per-controller rates,
 	// which read the per-pod rate): those are inlined in turn, with the matchers carried down.
-	if inner, err = in.expr(inner); err != nil {
+	in.inlining = append(in.inlining, vs.Name)
+	inner, err = in.expr(inner)
+	in.inlining = in.inlining[:len(in.inlining)-1]
+	if err != nil {
 		return nil, err
 	}
 	return &parser.ParenExpr{Expr: inner}, nil

@@ -12,6 +12,7 @@ func TestInline(t *testing.T) {
 			"job:requests:rate5m": `sum by (job, method) (rate(requests_total{job!=""}[5m]))`,
 			"job:latency:mean5m":  `sum by (job) (rate(t_sum[5m])) / (sum by (job) (rate(t_count[5m])) > 0)`,
 			"job:patches:rate5m":  `sum by (job) (job:requests:rate5m{method="PATCH"})`,
+			"job:seen:last":       "max by (job) (timestamp(up)) or last_over_time(job:seen:last[1h])",
 		},
 		interval: time.Minute,
 	}
@@ -50,6 +51,11 @@ func TestInline(t *testing.T) {
 			name:  "a range some time back becomes a subquery that far back",
 			query: `last_over_time(job:latency:mean5m[30m] offset 1d)`,
 			want:  `last_over_time((sum by (job) (rate(t_sum[5m])) / (sum by (job) (rate(t_count[5m])) > 0))[30m:1m] offset 1d)`,
+		},
+		{
+			name:  "a recording that reads its own past values reads nothing in their place",
+			query: `time() - last_over_time(job:seen:last[15m]) < 86400`,
+			want:  `time() - last_over_time((max by (job) (timestamp(up)) or last_over_time((vector(0) < 0)[1h:1m]))[15m:1m]) < 86400`,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

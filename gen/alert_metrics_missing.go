@@ -48,46 +48,123 @@ var WorkqueueMetricsMissing = &Alert{
 	},
 }
 
-// ControllerMetricsMissing fires when a target that should be a controller is up but exports no
-// controller-runtime controller metrics (a registry mix-up, a controller that never started).
+// ControllerMetricsMissing fires when a target of a job that has exported controller-runtime
+// controller metrics is up but exports none (a controller that did not start after a rollout, a
+// registry mix-up). The job's history is what says a target should be a controller: the name
+// selector alone also matches processes that are not controller-runtime ones (Alertmanager, the
+// Prometheus operator, kube-controller-manager), which have none of these metrics and never will.
 // Standby replicas of a leader-elected manager are expected to have none: controller-runtime
 // starts controllers, and creates their metrics, only on the leader.
 var ControllerMetricsMissing = &Alert{
 	Key: "controllerMetricsMissing", Name: "ControllerMetricsMissing",
 	Severity: SeverityWarning, For: 15 * time.Minute,
+	Params: []Param{
+		{Key: rememberDaysKey, Default: 7, Check: positive,
+			Doc: "Days a job stays expected to export controller-runtime metrics after the last time one of its targets did: past them, a job whose controllers were all removed is no longer watched."},
+	},
 	Level: levelUp,
 	Expr: func(e *exprEnv) string {
 		s := e.Selector("controllerTargets")
-		on := clusterRef + ", job, instance"
+		on := levelScrapeJob.with("instance").by()
 		return lines(
 			sel("up", s)+" == 1",
 			"unless on ("+on+")",
 			"count by ("+on+") ("+sel(controllerStarted, s)+")",
 			"unless on ("+on+")",
-			"max by ("+on+") ("+sel("leader_election_master_status", s)+") == 0")
+			"max by ("+on+") ("+sel("leader_election_master_status", s)+") == 0",
+			"and on ("+levelScrapeJob.by()+")",
+			"time() - last_over_time("+jobSeenName+"["+jobSeenRead+"]) < "+e.P(rememberDaysKey)+" * 86400")
 	},
 	Summary:     "A controller target exports no controller-runtime metrics.",
-	Description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller-runtime controller metrics: its controllers did not start, or their metrics go to another registry.",
+	Description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller-runtime controller metrics, which the job has exported before: its controllers did not start, or their metrics go to another registry.",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
 	Cases: func(c *caseEnv) []Case {
 		l := c.Target("controllerTargets")
 		standby := otherReplica(l)
+		started := func(l Labels) []*Series {
+			return []*Series{
+				Gauge(controllerStarted, l.With("controller", "backup"), 2),
+				Counter("controller_runtime_reconcile_total", l.With("controller", "backup", "result", "success"), 1),
+			}
+		}
+		stopped := started(l)
+		for _, s := range stopped {
+			s.Until(incidentAt)
+		}
 		return []Case{
 			{
-				Name:   "fires when a controller target is up without controller metrics",
-				Series: []*Series{Gauge("up", l, 1)},
-				Fires:  &Firing{At: 0, Labels: l, Value: Constant(1)},
+				Name:   "fires when a target of a job that exported controller metrics is up without them",
+				Series: append(stopped, Gauge("up", l, 1)),
+				Fires:  &Firing{At: incidentAt, Labels: l, Value: Constant(1)},
+			},
+			{
+				Name: "fires when one replica of a job without leader election exports no controller metrics",
+				Series: append(started(standby),
+					Gauge("up", l, 1), Gauge("up", standby, 1)),
+				Fires: &Firing{At: 0, Labels: l, Value: Constant(1)},
+			},
+			{
+				Name:   "stays silent on a target whose job never exported controller metrics (not a controller-runtime process)",
+				Series: []*Series{Gauge("up", l, 1), Gauge("leader_election_master_status", l.With("name", "kube-controller-manager"), 1)},
 			},
 			{
 				Name: "stays silent on a leader with controller metrics and its standby",
-				Series: []*Series{
+				Series: append(started(l),
 					Gauge("up", l, 1),
-					Gauge(controllerStarted, l.With("controller", "backup"), 2),
-					Counter("controller_runtime_reconcile_total", l.With("controller", "backup", "result", "success"), 1),
 					Gauge("leader_election_master_status", l.With("name", "backup-operator-lock"), 1),
 					Gauge("up", standby, 1),
 					Gauge("leader_election_master_status", standby.With("name", "backup-operator-lock"), 0),
+				),
+			},
+		}
+	},
+}
+
+const (
+	rememberDaysKey = "rememberDays"
+	// jobSeenName is recControllerJobSeen's series; jobSeenKeep how far back it reads its own last
+	// value (rule evaluation may stop that long without the job being forgotten), and
+	// jobSeenRead how far back the alert reads it, from a group evaluated at another moment.
+	jobSeenName = "cluster_job:" + controllerStarted + ":last_seen_timestamp"
+	jobSeenKeep = "1h"
+	jobSeenRead = "15m"
+)
+
+// recControllerJobSeen is, per scrape job, the last time one of its targets exported
+// controller-runtime controller metrics. It reads its own last value when they are gone, so it
+// remembers a job for as long as rules are evaluated, without reading days of samples.
+var recControllerJobSeen = &Recording{
+	Name:     levelScrapeJob.record(controllerStarted, "last_seen_timestamp"),
+	ForAlert: "controllerMetricsMissing",
+	Expr: func(e *exprEnv) string {
+		return lines(
+			maxBy(levelScrapeJob, "timestamp("+sel(controllerStarted, e.Selector("controllerTargets"))+")"),
+			"or",
+			"last_over_time("+jobSeenName+"["+jobSeenKeep+"])")
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Target("controllerTargets")
+		other := otherReplica(l)
+		job := c.AtLevel(levelScrapeJob, l)
+		// The series stops at `stop`; the last evaluation before it saw the sample it then had.
+		const stop = 20 * time.Minute
+		lastEval := ceilTo(stop, c.Interval()) - c.Interval()
+		lastSeen := lastEval - lastEval%sampleInterval
+		return []ExprCase{
+			{
+				Name: "records the last time a target of the job exported controller metrics",
+				At:   30 * time.Minute,
+				Series: []*Series{
+					Gauge(controllerStarted, l.With("controller", "backup"), 1),
+					Gauge(controllerStarted, other.With("controller", "backup"), 1).Until(10 * time.Minute),
 				},
+				Want: []Sample{{job, (30 * time.Minute).Seconds()}},
+			},
+			{
+				Name:   "remembers it for longer than it reads back after every target stopped",
+				At:     3 * time.Hour,
+				Series: []*Series{Gauge(controllerStarted, l.With("controller", "backup"), 1).Until(stop)},
+				Want:   []Sample{{job, lastSeen.Seconds()}},
 			},
 		}
 	},

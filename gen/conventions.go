@@ -36,6 +36,7 @@ const (
 	groupReconcileAlerts     = "loopwatch.controller.reconcile.alerts"
 	groupAPIAlerts           = "loopwatch.controller.api.alerts"
 	groupSetupAlerts         = "loopwatch.controller.setup.alerts"
+	groupTargetRules         = "loopwatch.controller.target.rules"
 	groupTargetAlerts        = "loopwatch.controller.target.alerts"
 	groupLeaderRules         = "loopwatch.leader-election.rules"
 	groupLeaderAlerts        = "loopwatch.leader-election.alerts"
@@ -77,6 +78,8 @@ var (
 	levelJob = level{"cluster_namespace_job", []string{clusterRef, "namespace", "job"}}
 	// levelUp: one scrape target, as `up` labels it.
 	levelUp = level{"cluster_namespace_job_pod_instance", []string{clusterRef, "namespace", "job", "pod", "instance"}}
+	// levelScrapeJob: one scrape job, whatever the namespaces of its targets.
+	levelScrapeJob = level{"cluster_job", []string{clusterRef, "job"}}
 	// levelLease: one leader-election lease of one workload.
 	levelLease = level{"cluster_namespace_job_name", []string{clusterRef, "namespace", "job", "name"}}
 )

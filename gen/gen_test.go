@@ -305,7 +305,9 @@ func TestRulesReadOnlyEarlierRecordings(t *testing.T) {
 	reads := 0
 	ruleSelections(t, rules, func(group string, r rulefmt.Rule, names []string) {
 		for _, name := range names {
-			if !all[name] {
+			// A rule reading its own series reads the values its earlier evaluations recorded
+			// (a latch, such as the last time a job exported controller metrics).
+			if !all[name] || name == r.Record {
 				continue
 			}
 			reads++
@@ -374,7 +376,7 @@ func TestRecordingsForOneAlertHaveNoOtherReader(t *testing.T) {
 	ruleSelections(t, fs[RulesFile], func(_ string, r rulefmt.Rule, names []string) {
 		for _, name := range names {
 			if o, ok := owner[name]; ok {
-				if r.Alert != o {
+				if r.Alert != o && r.Record != name {
 					t.Errorf("%s%s reads %s, which is recorded for %s only", r.Record, r.Alert, name, o)
 				}
 				read[name] = true

@@ -77,6 +77,7 @@ func ruleGroups() []ruleGroup {
 		{Name: groupAuditRules, On: audit, Recordings: []*Recording{recAuditWrites, recAuditHandoffs, recAuditConflicts, recAuditReads, recAuditInitialLists}},
 		{Name: groupAPFRules, On: apf, Recordings: []*Recording{recAPFDispatched, recAPFRejected, recAPFWaitBuckets}},
 		{Name: groupLeaderRules, Interval: leaderSampleInterval, On: leaderElection, Recordings: []*Recording{recLeaderStatus}},
+		{Name: groupTargetRules, Interval: slowAlertInterval, On: controller, Recordings: []*Recording{recControllerJobSeen}},
 		{Name: groupQueueAlerts, On: controller, Alerts: []*Alert{QueueBacklog}},
 		{Name: groupProcessorAlerts, On: controller, Alerts: []*Alert{ProcessorStuck}},
 		{Name: groupQueueWaitAlerts, On: controller, Alerts: []*Alert{QueueWaitHigh}},

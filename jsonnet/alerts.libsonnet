@@ -171,11 +171,11 @@
         rules: [
           {
             alert: "LoopwatchControllerMetricsMissing",
-            expr: "up{%(controllerTargetsSelector)s} == 1\nunless on (%(clusterLabel)s, job, instance)\ncount by (%(clusterLabel)s, job, instance) (controller_runtime_max_concurrent_reconciles{%(controllerTargetsSelector)s})\nunless on (%(clusterLabel)s, job, instance)\nmax by (%(clusterLabel)s, job, instance) (leader_election_master_status{%(controllerTargetsSelector)s}) == 0" % $._config,
+            expr: "up{%(controllerTargetsSelector)s} == 1\nunless on (%(clusterLabel)s, job, instance)\ncount by (%(clusterLabel)s, job, instance) (controller_runtime_max_concurrent_reconciles{%(controllerTargetsSelector)s})\nunless on (%(clusterLabel)s, job, instance)\nmax by (%(clusterLabel)s, job, instance) (leader_election_master_status{%(controllerTargetsSelector)s}) == 0\nand on (%(clusterLabel)s, job)\ntime() - last_over_time(cluster_job:controller_runtime_max_concurrent_reconciles:last_seen_timestamp[15m]) < %(controllerMetricsMissingRememberDays)g * 86400" % $._config,
             [if "%(controllerMetricsMissingFor)s" % $._config != '0s' then 'for']: "%(controllerMetricsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller-runtime controller metrics: its controllers did not start, or their metrics go to another registry.",
+              description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller-runtime controller metrics, which the job has exported before: its controllers did not start, or their metrics go to another registry.",
               runbook_url: "%(runbookBaseURL)sLoopwatchControllerMetricsMissing.md" % $._config,
               summary: "A controller target exports no controller-runtime metrics.",
             },

@@ -21,6 +21,7 @@
     conflictStormThreshold: 1,
     controllerDashboardUID: "loopwatch-controller",
     controllerMetricsMissingFor: "15m",
+    controllerMetricsMissingRememberDays: 7,
     controllerSelector: "job!=\"\"",
     controllerTargetsSelector: "job=~\".*(controller|operator|manager).*\"",
     errorBudgetBurnObjective: 0.99,

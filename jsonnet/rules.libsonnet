@@ -250,6 +250,16 @@
           },
         ],
       },
+      {
+        name: "loopwatch.controller.target.rules",
+        interval: "5m",
+        rules: [
+          {
+            record: "cluster_job:controller_runtime_max_concurrent_reconciles:last_seen_timestamp",
+            expr: "max by (%(clusterLabel)s, job) (timestamp(controller_runtime_max_concurrent_reconciles{%(controllerTargetsSelector)s}))\nor\nlast_over_time(cluster_job:controller_runtime_max_concurrent_reconciles:last_seen_timestamp[1h])" % $._config,
+          },
+        ],
+      },
     ],
   },
 }

@@ -215,7 +215,8 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 	// The SLO ratios read the 5m rates as sampled every minute (copied from the 5m rates, which
 	// are computed from the per-pod ones) over up to 2h, and the coarse 30m averages over up to 1d; the 3d ratio adds the day sums of one and two days ago,
 	// which read the day sums over a range; the slow-burn alert reads the 1d and 3d ratios the coarse group records over the last
-	// hour; LoopwatchLeaderFlapping reads an hour of the sampled leader status: all of them need
+	// hour; LoopwatchLeaderFlapping reads an hour of the sampled leader status, and
+	// LoopwatchControllerMetricsMissing the last 15 minutes of each job's last-seen time: all of them need
 	// history, inputs first.
 	var got []string
 	for _, r := range rules {
@@ -238,6 +239,7 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset2d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d@30m0s",
 		"cluster_namespace_job_pod_instance_name:leader_election_master_status:max@1m0s",
+		"cluster_job:controller_runtime_max_concurrent_reconciles:last_seen_timestamp@5m0s",
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("recordings read over a range, in backfill order:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
