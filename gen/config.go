@@ -47,8 +47,9 @@ type Selectors struct {
 	// Controller selects the controller-runtime metrics (controller_runtime_*, workqueue_*,
 	// rest_client_*, leader_election_*, loopwatch_controller_*).
 	Controller string `json:"controller"`
-	// ControllerTargets selects the `up` series of scrape targets that are expected to expose
-	// controller-runtime metrics; the absent-metrics alert watches them.
+	// ControllerTargets selects the `up` series of scrape targets that the absent-metrics alert
+	// watches: a selected target is expected to expose controller-runtime metrics once its job
+	// has (see alerts.controllerMetricsMissing.rememberDays).
 	ControllerTargets string `json:"controllerTargets"`
 	// Exporter selects the loopwatch audit exporter's metrics.
 	Exporter string `json:"exporter"`
