@@ -122,19 +122,21 @@ var ControllerMetricsMissing = &Alert{
 
 const (
 	rememberDaysKey = "rememberDays"
-	// jobSeenName is recControllerJobSeen's series; jobSeenKeep how far back it reads its own last
-	// value (rule evaluation may stop that long without the job being forgotten), and
-	// jobSeenRead how far back the alert reads it, from a group evaluated at another moment.
-	jobSeenName = "cluster_job:" + controllerStarted + ":last_seen_timestamp"
+	// jobSeenKeep is how far back recControllerJobSeen reads its own last value (rule evaluation
+	// may stop that long without a job being forgotten), jobSeenRead how far back the alert
+	// reads it, from a group evaluated at another moment.
 	jobSeenKeep = "1h"
 	jobSeenRead = "15m"
 )
+
+// jobSeenName is recControllerJobSeen's series, which its own expression reads.
+var jobSeenName = levelScrapeJob.record(controllerStarted, "last_seen_timestamp")
 
 // recControllerJobSeen is, per scrape job, the last time one of its targets exported
 // controller-runtime controller metrics. It reads its own last value when they are gone, so it
 // remembers a job for as long as rules are evaluated, without reading days of samples.
 var recControllerJobSeen = &Recording{
-	Name:     levelScrapeJob.record(controllerStarted, "last_seen_timestamp"),
+	Name:     jobSeenName,
 	ForAlert: "controllerMetricsMissing",
 	Expr: func(e *exprEnv) string {
 		return lines(
