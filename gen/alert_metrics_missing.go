@@ -134,7 +134,8 @@ var jobSeenName = levelScrapeJob.record(controllerStarted, "last_seen_timestamp"
 
 // recControllerJobSeen is, per scrape job, the last time one of its targets exported
 // controller-runtime controller metrics. It reads its own last value when they are gone, so it
-// remembers a job for as long as rules are evaluated, without reading days of samples.
+// remembers a job without reading days of samples, and drops it after rememberDays: a job that is
+// gone does not stay a series forever.
 var recControllerJobSeen = &Recording{
 	Name:     jobSeenName,
 	ForAlert: "controllerMetricsMissing",
@@ -142,7 +143,7 @@ var recControllerJobSeen = &Recording{
 		return lines(
 			maxBy(levelScrapeJob, "timestamp("+sel(controllerStarted, e.Selector("controllerTargets"))+")"),
 			"or",
-			"last_over_time("+jobSeenName+"["+jobSeenKeep+"])")
+			"last_over_time("+jobSeenName+"["+jobSeenKeep+"]) > time() - "+e.P(rememberDaysKey)+" * 86400")
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Target("controllerTargets")

@@ -256,7 +256,7 @@
         rules: [
           {
             record: "cluster_job:controller_runtime_max_concurrent_reconciles:last_seen_timestamp",
-            expr: "max by (%(clusterLabel)s, job) (timestamp(controller_runtime_max_concurrent_reconciles{%(controllerTargetsSelector)s}))\nor\nlast_over_time(cluster_job:controller_runtime_max_concurrent_reconciles:last_seen_timestamp[1h])" % $._config,
+            expr: "max by (%(clusterLabel)s, job) (timestamp(controller_runtime_max_concurrent_reconciles{%(controllerTargetsSelector)s}))\nor\nlast_over_time(cluster_job:controller_runtime_max_concurrent_reconciles:last_seen_timestamp[1h]) > time() - %(controllerMetricsMissingRememberDays)g * 86400" % $._config,
           },
         ],
       },
