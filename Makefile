@@ -66,6 +66,7 @@ CI_SCENES ?= healthy,write-fight,replica-race,relist-storm,error-storm,leader-lo
 
 test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz, the e2e matrix's CI scenes.
 	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) -C tools/prometheus test -tags '$(PROMETHEUS_TAGS)' -count=1 -run . -bench . -benchtime 1x .
 	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_SCENARIOS=$(CI_SCENES) LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix-ci.md $(GO) test -count=1 -run '^TestMatrix$$' -timeout 30m ./e2e/
 	@cat $(BIN)/e2e-matrix-ci.md
 
@@ -107,6 +108,10 @@ bench-rules: tools ## Rule evaluation cost on a real Prometheus for 50 and 500 s
 	@mkdir -p tmp
 	$(BIN)/loopwatch-bench-rules -rules $(BENCH_RULES) -controllers $(BENCH_CONTROLLERS) -intervals $(BENCH_INTERVALS) \
 		-evals $(BENCH_EVALS) -out tmp/bench-rules.md -json tmp/bench-rules.json $(BENCH_ARGS)
+
+.PHONY: bench-alert-instances
+bench-alert-instances: ## What each alert's instances cost the pinned Prometheus beyond its query: every alert of BENCH_RULES with 295 instances (LOOPWATCH_ALERT_INSTANCES), as generated, with its templated fields only, and without fields (~2 min).
+	LOOPWATCH_RULES=$(abspath $(BENCH_RULES)) $(GO) -C tools/prometheus test -tags '$(PROMETHEUS_TAGS)' -run '^$$' -bench . -benchmem -count 3 .
 
 .PHONY: binaries
 binaries: ## Build loopwatch, backup-operator and example-controller into bin/ (the demo and the detection tests run them as processes).
