@@ -427,3 +427,67 @@ func TestWithIntervalRewritesTheBaseGroupsOnly(t *testing.T) {
 		t.Errorf("with everyGroup, the slow group's interval in the 15s phase is %s, want 15s", got)
 	}
 }
+
+// TestReachesAreTheLongestSpanAGroupReads pins what counts as a group's reach: the lookback of
+// an instant selector, a range, an offset on top of either, a subquery's range, and nothing for
+// a group without selectors.
+func TestReachesAreTheLongestSpanAGroupReads(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "in.yaml")
+	if err := os.WriteFile(src, []byte(`groups:
+  - name: instant
+    rules: [{alert: A, expr: up == 0}]
+  - name: ranges
+    rules:
+      - {record: a:b:c, expr: "rate(x_total[5m])"}
+      - {alert: B, expr: "up == 1 and on (job) last_over_time(a:b:c[15m]) > 0"}
+  - name: offset
+    rules: [{record: a:b:d, expr: "x offset 1h"}]
+  - name: subquery
+    rules: [{record: a:b:e, expr: "max_over_time(rate(x_total[5m])[1h:5m])"}]
+  - name: none
+    rules: [{record: a:b:f, expr: vector(1)}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := mustRuleFile(t, src).reaches()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{
+		"instant":  5 * time.Minute,
+		"ranges":   15 * time.Minute,
+		"offset":   time.Hour + 5*time.Minute,
+		"subquery": time.Hour + 5*time.Minute,
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("reaches = %v, want %v", got, want)
+	}
+}
+
+// TestCountBackfillReads counts the evaluations whose reach began before the backfill's end,
+// for a measured copy and for the group at its own interval alike.
+func TestCountBackfillReads(t *testing.T) {
+	to := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	runs := func(minutes ...int) []Evaluation {
+		var out []Evaluation
+		for _, m := range minutes {
+			out = append(out, Evaluation{Start: to.Add(time.Duration(m) * time.Minute)})
+		}
+		return out
+	}
+	ph := Phase{Groups: []GroupResult{
+		{Name: "short", Runs: runs(4, 5, 6, 10)},
+		{Name: "long", Runs: runs(6, 14, 15, 16)},
+		{Name: "long" + ownIntervalSuffix, Runs: runs(10, 20)},
+		{Name: "unknown", Runs: runs(1)},
+	}}
+	ph.countBackfillReads(map[string]time.Duration{"short": 5 * time.Minute, "long": 15 * time.Minute}, to)
+	var got []string
+	for _, g := range ph.Groups {
+		got = append(got, fmt.Sprintf("%s:%d/%s", g.Name, g.BackfillReads, g.Reach))
+	}
+	want := "short:1/5m0s long:2/15m0s long" + ownIntervalSuffix + ":1/15m0s unknown:0/"
+	if strings.Join(got, " ") != want {
+		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
+	}
+}

@@ -124,6 +124,10 @@ func (f *FleetResult) poolPhase(ph Phase) {
 		o.Failures += g.Failures
 		o.Missed += g.Missed
 		o.Runs = append(o.Runs, g.Runs...)
+		o.BackfillReads += g.BackfillReads
+		if o.Reach == "" {
+			o.Reach = g.Reach
+		}
 	}
 }
 

@@ -32,6 +32,8 @@ func TestPoolComputesQuantilesOverEveryEvaluation(t *testing.T) {
 	// 80 ms. CPU 0.1 over 10 minutes and 0.4 over 30 average to 0.325.
 	a := poolRun(t0, 10*time.Minute, 0.1, 1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100)
 	b := poolRun(t0.Add(time.Hour), 30*time.Minute, 0.4, 2, 200, 200, 200, 200, 200)
+	a.Fleets[0].Phases[0].Groups[0].BackfillReads, a.Fleets[0].Phases[0].Groups[0].Reach = 3, "15m0s"
+	b.Fleets[0].Phases[0].Groups[0].BackfillReads, b.Fleets[0].Phases[0].Groups[0].Reach = 2, "15m0s"
 	got, err := Pool([]*Report{a, b}, []string{"a.json", "b.json"})
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +51,9 @@ func TestPoolComputesQuantilesOverEveryEvaluation(t *testing.T) {
 	}
 	if g.Failures != 3 {
 		t.Errorf("pooled failures = %v, want 3", g.Failures)
+	}
+	if g.BackfillReads != 5 || g.Reach != "15m0s" {
+		t.Errorf("pooled backfill reads = %d (reach %q), want 5 (15m0s)", g.BackfillReads, g.Reach)
 	}
 	if d := ph.PrometheusCPU - 0.325; d > 1e-9 || d < -1e-9 {
 		t.Errorf("pooled CPU = %v, want 0.325 (weighted by wall time)", ph.PrometheusCPU)

@@ -22,7 +22,7 @@ func newEngine() *promql.Engine {
 	return promql.NewEngine(promql.EngineOpts{
 		MaxSamples:               math.MaxInt32,
 		Timeout:                  24 * time.Hour,
-		LookbackDelta:            5 * time.Minute,
+		LookbackDelta:            lookbackDelta,
 		EnableAtModifier:         true,
 		EnableNegativeOffset:     true,
 		NoStepSubqueryIntervalFn: func(int64) int64 { return defaultGroupInterval.Milliseconds() },

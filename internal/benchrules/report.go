@@ -86,6 +86,30 @@ type GroupResult struct {
 	Rules       []RuleResult `json:"rules"`
 	// Runs are the measured evaluations, in order: when each started and what it took.
 	Runs []Evaluation `json:"runs"`
+	// Reach is how far before an evaluation the group's queries read (ruleFile.reaches), as a
+	// Go duration; BackfillReads how many of Runs read that far back into the backfilled
+	// history, before Prometheus' first scrape, where a Prometheus that has run longer than
+	// Reach reads its head. Empty and 0 in reports written before they existed.
+	Reach         string `json:"reach,omitempty"`
+	BackfillReads int    `json:"backfillReads"`
+}
+
+// countBackfillReads sets each group's Reach and counts its evaluations that read before the
+// backfilled history's end, to.
+func (ph *Phase) countBackfillReads(reach map[string]time.Duration, to time.Time) {
+	for i := range ph.Groups {
+		g := &ph.Groups[i]
+		r, ok := reach[strings.TrimSuffix(g.Name, ownIntervalSuffix)]
+		if !ok {
+			continue
+		}
+		g.Reach, g.BackfillReads = r.String(), 0
+		for _, e := range g.Runs {
+			if e.Start.Add(-r).Before(to) {
+				g.BackfillReads++
+			}
+		}
+	}
 }
 
 // Evaluation is one evaluation of a group.
@@ -123,6 +147,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.EveryGroup {
 		b.WriteString("Every group, the slower ones (an interval of their own) too, was evaluated at each phase's interval (`-every-group`): the slower groups have as many evaluations as the others.\n\n")
 	}
+	b.WriteString("*Read into backfill (reach)*: the evaluations whose queries read back past the backfilled history's end, into the blocks Prometheus started on (reach: the longest range plus offset the group's queries read, or the 5-minute lookback). A Prometheus that has run longer than the reach reads that span from its head; here every selector of such a query also searches the blocks the span touches, which costs more.\n\n")
 	r.summary(&b)
 	target, _ := r.target()
 	for _, f := range r.Fleets {
@@ -285,7 +310,7 @@ func (f FleetResult) phaseTable(b *strings.Builder, ph Phase, target time.Durati
 	if target > 0 {
 		overHead, overRule = " over "+target.String()+" |", "---:|"
 	}
-	fmt.Fprintf(b, "\n\n| group | interval | evaluations | p50 ms | p90 ms | max ms |%s samples read / evaluation | failures | missed iterations |\n|---|---|---:|---:|---:|---:|%s---:|---:|---:|\n", overHead, overRule)
+	fmt.Fprintf(b, "\n\n| group | interval | evaluations | p50 ms | p90 ms | max ms |%s read into backfill (reach) | samples read / evaluation | failures | missed iterations |\n|---|---|---:|---:|---:|---:|%s---:|---:|---:|---:|\n", overHead, overRule)
 	for _, g := range ph.Groups {
 		samples := "–"
 		if n, ok := f.groupSamples(g.Name); ok {
@@ -295,8 +320,12 @@ func (f FleetResult) phaseTable(b *strings.Builder, ph Phase, target time.Durati
 		if target > 0 {
 			over = " " + strconv.Itoa(g.over(target)) + " |"
 		}
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s |%s %s | %s | %s |\n", g.Name, g.Interval, g.Evaluations,
-			ms(g.Seconds.P50), ms(g.Seconds.P90), ms(g.Seconds.Max), over, samples, count(g.Failures), count(g.Missed))
+		backfill := "–"
+		if g.Reach != "" {
+			backfill = fmt.Sprintf("%d (%s)", g.BackfillReads, g.Reach)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s |%s %s | %s | %s | %s |\n", g.Name, g.Interval, g.Evaluations,
+			ms(g.Seconds.P50), ms(g.Seconds.P90), ms(g.Seconds.Max), over, backfill, samples, count(g.Failures), count(g.Missed))
 	}
 	b.WriteString("\n")
 	if ph.Pooled == 0 {

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 )
@@ -30,6 +31,9 @@ type ruleFile struct {
 }
 
 var promqlParser = parser.NewParser(parser.Options{})
+
+// lookbackDelta is Prometheus' default lookback: how far back an instant selector finds a sample.
+const lookbackDelta = 5 * time.Minute
 
 // loadRuleFile parses and validates a Prometheus rule file.
 func loadRuleFile(path string) (*ruleFile, error) {
@@ -119,6 +123,29 @@ func (rf *ruleFile) withInterval(path string, interval time.Duration) ([]string,
 		return nil, fmt.Errorf("write rule file: %w", err)
 	}
 	return changed, nil
+}
+
+// reaches returns, per group name, how far before an evaluation the group's queries read: the
+// longest range plus offset among its rules' selectors, or the lookback of an instant selector.
+// Prometheus opens one querier per query over the whole span its selectors read, so every
+// selector of a query searches each block that span touches.
+func (rf *ruleFile) reaches() (map[string]time.Duration, error) {
+	at := time.Unix(1_000_000_000, 0)
+	out := map[string]time.Duration{}
+	for _, g := range rf.groups {
+		for _, r := range g.Rules {
+			e, err := promqlParser.ParseExpr(r.Expr)
+			if err != nil {
+				return nil, fmt.Errorf("group %s: parse %q: %w", g.Name, r.Expr, err)
+			}
+			mint, maxt := promql.FindMinMaxTime(&parser.EvalStmt{Expr: e, Start: at, End: at, LookbackDelta: lookbackDelta})
+			if mint == 0 && maxt == 0 {
+				continue // no selector
+			}
+			out[g.Name] = max(out[g.Name], at.Sub(time.UnixMilli(mint)).Round(time.Second))
+		}
+	}
+	return out, nil
 }
 
 // recordingRule is a recording rule with what its group gives it.

@@ -204,6 +204,10 @@ func runFleet(ctx context.Context, o Options, rf *ruleFile, n int) (_ *FleetResu
 	phaseFile := func(i int, iv string) string {
 		return filepath.Join(rulesDir, fmt.Sprintf("phase-%d-%s.yaml", i, strings.ReplaceAll(iv, "/", "")))
 	}
+	reach, err := rf.reaches()
+	if err != nil {
+		return fr, err
+	}
 	first := phaseFile(0, o.Intervals[0])
 	changed, err := rf.withInterval(first, phaseInterval(rf, o.Intervals[0]))
 	if err != nil {
@@ -281,6 +285,7 @@ func runFleet(ctx context.Context, o Options, rf *ruleFile, n int) (_ *FleetResu
 		}
 		o.Logf("%d controllers: measuring at interval %s (%d evaluations per group after %d warm-up)", n, iv, o.Evals, warmup)
 		ph, err := measurePhase(ctx, prom, api, rf, file, iv, changed, o.Evals, warmup, o.Logf)
+		ph.countBackfillReads(reach, fr.Backfill.To)
 		fr.Phases = append(fr.Phases, ph)
 		if err != nil {
 			return fr, err
