@@ -19,7 +19,8 @@ import (
 // the reports (their file names) in the pooled report.
 //
 // The runs must have been measured alike (Prometheus, replicas, scrape interval, history,
-// scraping before measuring, every-group): Pool refuses reports that differ in any of those.
+// scraping before measuring, every-group, and the processor where both reports name it): Pool
+// refuses reports that differ in any of those.
 // It cannot check that their rule files have the same content; it lists each run's rule file.
 func Pool(reports []*Report, names []string) (*Report, error) {
 	if len(reports) < 2 || len(names) != len(reports) {
@@ -27,7 +28,7 @@ func Pool(reports []*Report, names []string) (*Report, error) {
 	}
 	first := reports[0]
 	out := &Report{
-		RuleFile: first.RuleFile, Prometheus: first.Prometheus, CPUs: first.CPUs, Started: first.Started,
+		RuleFile: first.RuleFile, Prometheus: first.Prometheus, CPUs: first.CPUs, CPUModel: first.CPUModel, Started: first.Started,
 		ScrapeInterval: first.ScrapeInterval, History: first.History, Scraped: first.Scraped,
 		Replicas: first.Replicas, EveryGroup: first.EveryGroup, Target: first.Target,
 	}
@@ -46,6 +47,9 @@ func Pool(reports []*Report, names []string) (*Report, error) {
 			if d.got != d.want {
 				errs = append(errs, fmt.Errorf("%s: %s is %s, not %s as in %s", names[i], d.what, d.got, d.want, names[0]))
 			}
+		}
+		if r.CPUModel != "" && first.CPUModel != "" && r.CPUModel != first.CPUModel {
+			errs = append(errs, fmt.Errorf("%s: processor is %s, not %s as in %s", names[i], r.CPUModel, first.CPUModel, names[0]))
 		}
 		if d, err := time.ParseDuration(r.Duration); err == nil {
 			total += d

@@ -135,4 +135,25 @@ func TestPoolRefusesRunsMeasuredDifferently(t *testing.T) {
 	if _, err := Pool([]*Report{a}, []string{"a.json"}); err == nil {
 		t.Error("pooled one report")
 	}
+
+	// Processors: refused when both reports name theirs and they differ; a report from before
+	// the field (no model) pools with any.
+	c, d, old := poolRun(t0, time.Minute, 0, 0, 10), poolRun(t0, time.Minute, 0, 0, 10), poolRun(t0, time.Minute, 0, 0, 10)
+	c.CPUModel, d.CPUModel = "CPU A", "CPU B"
+	if _, err := Pool([]*Report{c, d}, []string{"c.json", "d.json"}); err == nil || !strings.Contains(err.Error(), "d.json: processor is CPU B, not CPU A") {
+		t.Errorf("pooling runs on two processors: error %v, want one naming both", err)
+	}
+	if _, err := Pool([]*Report{c, old}, []string{"c.json", "old.json"}); err != nil {
+		t.Errorf("pooling with a report that names no processor: %v", err)
+	}
+}
+
+func TestParseCPUModel(t *testing.T) {
+	info := "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: Oxide Virtual Turin-like Processor\nflags\t\t: fpu\n\nprocessor\t: 1\nmodel name\t: other\n"
+	if got := parseCPUModel(info); got != "Oxide Virtual Turin-like Processor" {
+		t.Errorf("parseCPUModel = %q", got)
+	}
+	if got := parseCPUModel("processor\t: 0\n"); got != "" {
+		t.Errorf("parseCPUModel without a model name = %q, want empty", got)
+	}
 }

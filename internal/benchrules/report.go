@@ -12,9 +12,13 @@ import (
 
 // Report is the result of Run, rendered as Markdown (WriteMarkdown) or JSON.
 type Report struct {
-	RuleFile       string    `json:"ruleFile"`
-	Prometheus     string    `json:"prometheus"`
-	CPUs           int       `json:"cpus"`
+	RuleFile   string `json:"ruleFile"`
+	Prometheus string `json:"prometheus"`
+	CPUs       int    `json:"cpus"`
+	// CPUModel is the processor's model name (/proc/cpuinfo): the same rule file costs one
+	// machine half again what it costs another, so compare runs of one model only. Empty when
+	// unknown.
+	CPUModel       string    `json:"cpuModel,omitempty"`
 	Started        time.Time `json:"started"`
 	Duration       string    `json:"duration"`
 	ScrapeInterval string    `json:"scrapeInterval"`
@@ -142,8 +146,12 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.Pooled) > 0 {
 		fmt.Fprintf(&b, "Pooled from %d runs (every evaluation of each group and interval, the quantiles computed over all of them): %s.\n\n", len(r.Pooled), strings.Join(r.Pooled, "; "))
 	}
-	fmt.Fprintf(&b, "Rule file `%s` on %s, %d CPUs. Each controller runs %d replicas scraped every %s; %s of backfilled history, and Prometheus scraped for %s before the first measurement. Started %s, took %s.\n\n",
-		r.RuleFile, r.Prometheus, r.CPUs, r.Replicas, r.ScrapeInterval, r.History, r.Scraped, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration)
+	cpus := fmt.Sprintf("%d CPUs", r.CPUs)
+	if r.CPUModel != "" {
+		cpus += " (" + r.CPUModel + ")"
+	}
+	fmt.Fprintf(&b, "Rule file `%s` on %s, %s. Each controller runs %d replicas scraped every %s; %s of backfilled history, and Prometheus scraped for %s before the first measurement. Started %s, took %s.\n\n",
+		r.RuleFile, r.Prometheus, cpus, r.Replicas, r.ScrapeInterval, r.History, r.Scraped, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration)
 	if r.EveryGroup {
 		b.WriteString("Every group, the slower ones (an interval of their own) too, was evaluated at each phase's interval (`-every-group`): the slower groups have as many evaluations as the others.\n\n")
 	}

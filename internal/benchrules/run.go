@@ -136,7 +136,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{
-		RuleFile: o.RuleFile, Started: time.Now().UTC(), CPUs: runtime.NumCPU(),
+		RuleFile: o.RuleFile, Started: time.Now().UTC(), CPUs: runtime.NumCPU(), CPUModel: cpuModel(),
 		Prometheus: prometheusVersion(bin), ScrapeInterval: o.ScrapeInterval.String(),
 		History: o.History.String(), Scraped: o.scraped().String(), Replicas: o.Replicas,
 		EveryGroup: o.EveryGroup, Target: o.Target.String(),
