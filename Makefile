@@ -111,7 +111,7 @@ bench-rules: tools ## Rule evaluation cost on a real Prometheus for 50 and 500 s
 		-evals $(BENCH_EVALS) -out tmp/bench-rules.md -json tmp/bench-rules.json $(BENCH_ARGS)
 
 .PHONY: bench-alert-instances
-bench-alert-instances: ## What each alert's instances cost the pinned Prometheus beyond its query: every alert of BENCH_RULES with 295 instances (LOOPWATCH_ALERT_INSTANCES), as generated, with its templated fields only, and without fields (~4 min; BENCH_ALERTS=<regexp> for some).
+bench-alert-instances: ## What each alert's instances cost the pinned Prometheus beyond its query: every alert of BENCH_RULES with 295 instances (LOOPWATCH_ALERT_INSTANCES), as generated, with its templated fields only, and without fields (~2 min; BENCH_ALERTS=<regexp> for some).
 	LOOPWATCH_RULES=$(abspath $(BENCH_RULES)) $(GO) -C tools/prometheus test -tags '$(PROMETHEUS_TAGS)' -run '^$$' -bench 'AlertInstances/$(BENCH_ALERTS)/' -benchtime 20x -benchmem -count 3 .
 
 .PHONY: binaries
