@@ -39,8 +39,9 @@ type Options struct {
 	// more than one the head holds: at 500 × 3 the controller groups took up to twice as long
 	// while their 5-minute windows did. A Prometheus that has been running holds its last hour
 	// or more in its head, so its 5-minute rates never read a block. The default (6m) lets the
-	// 5-minute windows read the head only; longer ones (the 30m and 1h SLO ratios) still reach
-	// into the blocks, so they are measured at a cost above production's.
+	// 5-minute windows read the head only; longer ones (the 30m and 1h SLO ratios, a 15m
+	// lookback) still reach into the blocks, so they are measured at a cost above production's:
+	// GroupResult.BackfillReads counts, per group, the evaluations that did.
 	Scraped time.Duration
 	// Evals is how many evaluations of every group at the base interval a phase measures,
 	// after Warmup evaluations (of the first phase only: later phases run on warm caches).
