@@ -2,15 +2,9 @@ package managed
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"log/slog"
-	"math/big"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +17,7 @@ import (
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
 	"github.com/loopwatch/loopwatch/exporter/managed/forms"
+	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
 // The Event Hub reader is tested against franz-go's in-process Kafka-protocol cluster (kfake)
@@ -38,27 +33,21 @@ const (
 // testTLS returns a server certificate for 127.0.0.1 and a pool trusting it.
 func testTLS(t *testing.T) (*tls.Config, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := stack.NewCertAuthority("loopwatch-eventhub-test-ca")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "loopwatch-test.servicebus.windows.net"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	serving, err := ca.Serving("loopwatch-test.servicebus.windows.net")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := x509.ParseCertificate(der)
+	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12}, pool
+	pool.AppendCertsFromPEM(ca.CertPEM())
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, pool
 }
 
 // eventHubCluster starts kfake as an Event Hubs Kafka endpoint.
@@ -203,8 +192,10 @@ func TestEventHubReaderWithAWrongConnectionStringReadsNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// kfake closes the connection on refused SASL credentials (Kafka brokers answer
-	// SASL_AUTHENTICATION_FAILED, which ends Run with an error): the reader keeps retrying.
+	// kfake closes the connection on refused SASL credentials, which looks like an unreachable
+	// hub: the reader keeps retrying. (Kafka brokers and Event Hubs answer
+	// SASL_AUTHENTICATION_FAILED instead, which ends Run with an error: the exporter command's
+	// TestExporterCommandStopsWhenTheEventHubRefusesItsCredentials makes kfake answer so.)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := r.Run(ctx); err != nil {
