@@ -35,6 +35,18 @@ type Report struct {
 	Unattributed []Cause `json:"unattributed"`
 }
 
+// AllHealthy reports whether nothing in the report needs attention: every controller reported is
+// healthy and no finding was left without a controller (a write fight between actors that are
+// not scraped controllers still breaks something; an audit pipeline losing events hides them).
+func (r Report) AllHealthy() bool {
+	for _, c := range r.Controllers {
+		if c.Verdict != Healthy {
+			return false
+		}
+	}
+	return len(r.Unattributed) == 0
+}
+
 // Window is the time range of a diagnosis.
 type Window struct {
 	Start time.Time `json:"start"`

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,6 +193,28 @@ func TestReportGolden(t *testing.T) {
 	}
 	if len(r.Unattributed) != 1 || r.Unattributed[0].Alert != gen.WriteFight.FullName() {
 		t.Errorf("unattributed %v, want the fight between kube-system actors", r.Unattributed)
+	}
+}
+
+// AllHealthy decides the command's exit status: a fight no controller explains is not healthy,
+// even when every controller reported is.
+func TestReportAllHealthy(t *testing.T) {
+	healthy := []Controller{{Name: "backup", Verdict: Healthy}, {Name: "snapshot", Verdict: Healthy}}
+	fight := []Cause{{Alert: gen.WriteFight.FullName()}}
+	for _, tc := range []struct {
+		name string
+		r    Report
+		want bool
+	}{
+		{"every controller healthy, nothing unattributed", Report{Controllers: healthy}, true},
+		{"no controller reported, nothing unattributed", Report{}, true},
+		{"a controller unhealthy", Report{Controllers: append(slices.Clone(healthy), Controller{Verdict: Unhealthy})}, false},
+		{"a controller lacks data", Report{Controllers: append(slices.Clone(healthy), Controller{Verdict: InsufficientData})}, false},
+		{"every controller healthy, a fight without a controller", Report{Controllers: healthy, Unattributed: fight}, false},
+	} {
+		if got := tc.r.AllHealthy(); got != tc.want {
+			t.Errorf("%s: AllHealthy() = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -34,7 +34,9 @@ insufficient data (some checks could not run), or unhealthy with the most likely
 then contributing causes, then symptoms, each with its numbers, the PromQL that produced them,
 the next step and the runbook. -o json writes the same as JSON (schema: docs/diagnose.md).
 
-Exit status: 0 when every controller reported is healthy, 2 when one is unhealthy or lacks data,
+Exit status: 0 when every controller reported is healthy and no finding is left without a
+controller, 2 when a controller is unhealthy or lacks data or a finding belongs to no controller
+(a write fight between actors that are not scraped controllers, an audit pipeline losing events),
 1 on errors (Prometheus unreachable, no controller metrics, unknown controller).`,
 		Example: `  loopwatch diagnose --prometheus http://localhost:9090
   loopwatch diagnose --prometheus http://localhost:9090 --controller backup --since 1h
@@ -64,10 +66,8 @@ Exit status: 0 when every controller reported is healthy, 2 when one is unhealth
 			} else if err := r.WriteText(cmd.OutOrStdout()); err != nil {
 				return err
 			}
-			for _, c := range r.Controllers {
-				if c.Verdict != diagnose.Healthy {
-					return exitCode(2)
-				}
+			if !r.AllHealthy() {
+				return exitCode(2)
 			}
 			return nil
 		},
