@@ -35,11 +35,11 @@ type Options struct {
 	// LeaderElectionNamespace holds the Lease; defaults to the pod's namespace.
 	LeaderElectionNamespace string
 	// LeaseDuration, RenewDeadline and RetryPeriod tune failover; zero keeps
-	// controller-runtime's defaults (15s, 10s, 2s). Defaults sets RetryPeriod
-	// to 1s: a standby tries to take a released lease every 1 to 2.2 s
-	// (client-go adds up to 120% jitter), instead of 2 to 4.4 s, so a
-	// graceful restart hands over well within 5 s. The leader then renews
-	// every second, one small write.
+	// controller-runtime's defaults (defaultLeaseDuration, defaultRenewDeadline,
+	// defaultRetryPeriod). Defaults sets RetryPeriod to 1s: a standby tries to
+	// take a released lease every 1 to 2.2 s (client-go adds up to 120% jitter),
+	// instead of 2 to 4.4 s, so a graceful restart hands over well within 5 s.
+	// The leader then renews every second, one small write.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 
 	// Namespaces limits the operator to these namespaces; empty watches all.
@@ -106,47 +106,47 @@ func Defaults() Options {
 	}
 }
 
+// controller-runtime's leader-election timings, used when an option is zero (its manager keeps
+// them unexported).
+const (
+	defaultLeaseDuration = 15 * time.Second
+	defaultRenewDeadline = 10 * time.Second
+	defaultRetryPeriod   = 2 * time.Second
+)
+
 // Validate reports every option that is out of range, each under the name of its flag: negative
 // durations and counts (zero keeps a default), leader-election timings that client-go would refuse
-// only once the manager starts, and a fight identity without the fight.
+// only once the manager starts, and a fight identity without the fight. The flags are read from
+// BindFlags, so a new duration or count flag is checked without being named here.
 func (o Options) Validate() error {
 	var errs []error
 	bad := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
 	}
-	for _, d := range []struct {
-		flag string
-		v    time.Duration
-	}{
-		{"leader-election-lease-duration", o.LeaseDuration}, {"leader-election-renew-deadline", o.RenewDeadline},
-		{"leader-election-retry-period", o.RetryPeriod}, {"store-put-timeout", o.PutTimeout},
-		{"store-delete-timeout", o.DeleteTimeout}, {"orphan-interval", o.OrphanInterval},
-		{"fault-slow-store", o.Faults.SlowStore}, {"fault-mass-update-every", o.Faults.MassUpdateEvery},
-		{"fault-fight-interval", o.FightInterval}, {"fault-reconcile-delay", o.Faults.ReconcileDelay},
-		{"fault-relist-every", o.Faults.RelistEvery}, {"fault-lease-unreachable-after", o.Faults.LeaseUnreachableAfter},
-		{"fault-lease-lost-after", o.Faults.LeaseLostAfter},
-	} {
-		if d.v < 0 {
-			bad(d.flag, "must not be negative, got %s", d.v)
+	bound, fs := o, flag.NewFlagSet("validate", flag.ContinueOnError)
+	bound.BindFlags(fs)
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
 		}
-	}
-	for _, n := range []struct {
-		flag string
-		v    int
-	}{
-		{"max-concurrent-reconciles", o.MaxConcurrentReconciles}, {"kube-api-burst", o.KubeBurst},
-		{"fault-n-plus-one-fanout", o.Faults.NPlusOneFanout},
-	} {
-		if n.v < 0 {
-			bad(n.flag, "must not be negative, got %d", n.v)
+		switch v := g.Get().(type) {
+		case time.Duration:
+			if v < 0 {
+				bad(f.Name, "must not be negative, got %s", v)
+			}
+		case int:
+			if v < 0 {
+				bad(f.Name, "must not be negative, got %d", v)
+			}
+		case float32:
+			if v < 0 {
+				bad(f.Name, "must not be negative, got %g", v)
+			}
 		}
-	}
-	if o.KubeQPS < 0 {
-		bad("kube-api-qps", "must not be negative, got %g", o.KubeQPS)
-	}
-	// client-go's leader election needs lease duration > renew deadline > 1.2 × retry period;
-	// zero is controller-runtime's default (15s, 10s, 2s).
-	lease, renew, retry := orDefault(o.LeaseDuration, 15*time.Second), orDefault(o.RenewDeadline, 10*time.Second), orDefault(o.RetryPeriod, 2*time.Second)
+	})
+	// client-go's leader election needs lease duration > renew deadline > 1.2 × retry period.
+	lease, renew, retry := orDefault(o.LeaseDuration, defaultLeaseDuration), orDefault(o.RenewDeadline, defaultRenewDeadline), orDefault(o.RetryPeriod, defaultRetryPeriod)
 	if o.LeaderElection && lease > 0 && renew > 0 && retry > 0 {
 		if lease <= renew {
 			bad("leader-election-lease-duration", "must be longer than the renew deadline (%s), got %s", renew, lease)
@@ -175,9 +175,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, "Address of the health probes; \"0\" disables them.")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect a leader so only one replica reconciles.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
-	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, "How long a non-leader waits before taking an unrenewed lease (0: controller-runtime's 15s).")
-	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, "How long the leader retries renewing before it gives up leadership (0: controller-runtime's 10s).")
-	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, "Interval between leader election attempts and renewals (0: controller-runtime's 2s).")
+	fs.DurationVar(&o.LeaseDuration, "leader-election-lease-duration", o.LeaseDuration, fmt.Sprintf("How long a non-leader waits before taking an unrenewed lease (0: controller-runtime's %s).", defaultLeaseDuration))
+	fs.DurationVar(&o.RenewDeadline, "leader-election-renew-deadline", o.RenewDeadline, fmt.Sprintf("How long the leader retries renewing before it gives up leadership (0: controller-runtime's %s).", defaultRenewDeadline))
+	fs.DurationVar(&o.RetryPeriod, "leader-election-retry-period", o.RetryPeriod, fmt.Sprintf("Interval between leader election attempts and renewals (0: controller-runtime's %s).", defaultRetryPeriod))
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the Lease (default: the pod's).")
 	fs.StringVar(&o.StoreDir, "store-dir", o.StoreDir, "Root directory of the filesystem archive store.")
 	fs.DurationVar(&o.PutTimeout, "store-put-timeout", o.PutTimeout, "Timeout for writing one archive.")
@@ -219,6 +219,14 @@ func (f float32Value) String() string {
 		return "0"
 	}
 	return strconv.FormatFloat(float64(*f.p), 'g', -1, 32)
+}
+
+// Get returns the value, for Validate.
+func (f float32Value) Get() any {
+	if f.p == nil {
+		return float32(0)
+	}
+	return *f.p
 }
 
 func (f float32Value) Set(s string) error {

@@ -94,3 +94,43 @@ func TestValidateReportsEveryProblemWithItsFlag(t *testing.T) {
 		t.Errorf("%d problems reported, want 5:\n%v", n, err)
 	}
 }
+
+// Every duration and count flag is checked under its own name, without Validate naming it: a
+// flag added to BindFlags is covered.
+func TestValidateRefusesEveryNegativeDurationAndCount(t *testing.T) {
+	o := Defaults()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	o.BindFlags(fs)
+	var args, want []string
+	fs.VisitAll(func(f *flag.Flag) {
+		g, ok := f.Value.(flag.Getter)
+		if !ok {
+			return
+		}
+		switch g.Get().(type) {
+		case time.Duration:
+			args = append(args, "--"+f.Name+"=-1s")
+			want = append(want, "--"+f.Name+": must not be negative, got -1s")
+		case int, float32:
+			args = append(args, "--"+f.Name+"=-1")
+			want = append(want, "--"+f.Name+": must not be negative, got -1")
+		}
+	})
+	// 13 durations, 3 counts and the API rate as BindFlags declares them today.
+	if len(args) != 17 {
+		t.Errorf("%d duration and count flags, want 17: %v", len(args), args)
+	}
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	err := o.Validate()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q missing from:\n%v", w, err)
+		}
+	}
+}
