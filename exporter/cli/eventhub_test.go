@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"net"
 	"os"
@@ -32,16 +31,11 @@ func TestExporterCommandStopsWhenTheEventHubRefusesItsCredentials(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving, err := ca.Serving("loopwatch-test.servicebus.windows.net")
+	serving, err := ca.ServingTLS("loopwatch-test.servicebus.windows.net")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, hub), kfake.EnableSASL(),
-		kfake.TLS(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, hub), kfake.EnableSASL(), kfake.TLS(serving))
 	if err != nil {
 		t.Fatal(err)
 	}

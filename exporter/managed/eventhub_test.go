@@ -37,17 +37,11 @@ func testTLS(t *testing.T) (*tls.Config, *x509.CertPool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serving, err := ca.Serving("loopwatch-test.servicebus.windows.net")
+	serving, err := ca.ServingTLS("loopwatch-test.servicebus.windows.net")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := tls.X509KeyPair(serving.CertPEM, serving.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca.CertPEM())
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, pool
+	return serving, ca.Pool()
 }
 
 // eventHubCluster starts kfake as an Event Hubs Kafka endpoint.

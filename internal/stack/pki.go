@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -69,6 +70,27 @@ func (ca *CertAuthority) Serving(name string) (KeyPair, error) {
 		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 	})
+}
+
+// ServingTLS issues a server certificate for the loopback addresses (Serving) and returns it as a
+// server's TLS configuration.
+func (ca *CertAuthority) ServingTLS(name string) (*tls.Config, error) {
+	kp, err := ca.Serving(name)
+	if err != nil {
+		return nil, err
+	}
+	cert, err := tls.X509KeyPair(kp.CertPEM, kp.KeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("load certificate for %q: %w", name, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// Pool returns a certificate pool that trusts the CA: a client's roots.
+func (ca *CertAuthority) Pool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	return pool
 }
 
 // Client issues a client certificate: kube-apiserver reads the user name from the common name and
