@@ -149,13 +149,10 @@ func TestControllersWrittenAnotherWay(t *testing.T) {
 	t.Logf("control plane and exporter up in %s", time.Since(began).Round(time.Second))
 
 	all := scenarios()
-	var targets []stack.ScrapeTarget
 	for _, s := range all {
 		if err := e.prepare(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		targets = append(targets, stack.ScrapeTarget{Job: s.job, Addresses: []string{s.addr},
-			Labels: map[string]string{"namespace": s.namespace, "pod": s.pod}})
 	}
 
 	// The world around the controllers, each as its own service account.
@@ -198,10 +195,13 @@ func TestControllersWrittenAnotherWay(t *testing.T) {
 			s.proc.Stop()
 		}
 	}()
+	var targets []stack.ScrapeTarget
 	for _, s := range all {
-		if err := waitMetrics(ctx, s.proc, s.addr); err != nil {
+		if err := e.waitServing(ctx, s, bins); err != nil {
 			t.Fatal(err)
 		}
+		targets = append(targets, stack.ScrapeTarget{Job: s.job, Addresses: []string{s.addr},
+			Labels: map[string]string{"namespace": s.namespace, "pod": s.pod}})
 	}
 	var jobs []string
 	for _, s := range all {
@@ -249,9 +249,6 @@ func (e *env) prepare(ctx context.Context, s *scenario) error {
 	if err := writeKubeconfig(filepath.Join(e.dir, s.namespace+".kubeconfig"), cfg); err != nil {
 		return err
 	}
-	if s.addr, err = stack.FreeAddr(); err != nil {
-		return err
-	}
 	switch s.job {
 	case schedulerJob:
 		schedules := s.schedules
@@ -269,6 +266,10 @@ func (e *env) prepare(ctx context.Context, s *scenario) error {
 // start runs the scenario's controller as its pod would: its own kubeconfig (a token bound to
 // the pod), metrics on a loopback port, watching its namespace only.
 func (e *env) start(s *scenario, bins map[string]string) error {
+	var err error
+	if s.addr, err = stack.FreeAddr(); err != nil {
+		return err
+	}
 	var bin string
 	var args []string
 	switch s.job {
@@ -289,6 +290,29 @@ func (e *env) start(s *scenario, bins map[string]string) error {
 	}
 	s.proc, s.started = p, time.Now()
 	return nil
+}
+
+// waitServing waits for the scenario's controller to serve /metrics. Its port was free a moment
+// before it started (controller-runtime binds the port itself), and on a busy machine a client
+// connection's ephemeral port can take it in between: the controller then exits at once, and is
+// started again on another port, up to twice.
+func (e *env) waitServing(ctx context.Context, s *scenario, bins map[string]string) error {
+	for attempt := 1; ; attempt++ {
+		err := waitMetrics(ctx, s.proc, s.addr)
+		if err == nil || attempt == 3 || !portTaken(s.proc) {
+			return err
+		}
+		if err := e.start(s, bins); err != nil {
+			return err
+		}
+	}
+}
+
+// portTaken reports whether p exited because its listening address was in use.
+func portTaken(p *proc.Process) bool {
+	ended, _ := p.Exited()
+	b, err := os.ReadFile(p.Log)
+	return ended && err == nil && strings.Contains(string(b), "address already in use")
 }
 
 var serviceAccount = regexp.MustCompile(`^system:serviceaccount:([^:]+):`)
