@@ -65,7 +65,7 @@
 //		ClientKeyData  []byte // its key
 //		Token          string // optional bearer token the API server sends (https only)
 //	}
-//	func NewCertAuthority(name string) (*CertAuthority, error) // .Serving(name), .Client(user, groups...) -> KeyPair{CertPEM, KeyPEM}.Write(dir, name); .CertPEM()
+//	func NewCertAuthority(name string) (*CertAuthority, error) // .Serving(name), .Client(user, groups...) -> KeyPair{CertPEM, KeyPEM}.Write(dir, name); .ServingTLS(name) -> *tls.Config; .CertPEM(), .Pool()
 //	func ServingCertificate(dir string) (certFile, keyFile string, caPEM []byte, err error) // for a receiver
 //	func AuditWebhookFor(srv *httptest.Server) *AuditWebhook // trusts an httptest TLS server
 //	const DefaultAuditPolicy // write verbs at Metadata level, leases/events/reads dropped
