@@ -308,11 +308,13 @@ func (e *env) waitServing(ctx context.Context, s *scenario, bins map[string]stri
 	}
 }
 
-// portTaken reports whether p exited because its listening address was in use.
+// portTaken reports whether p exited because its listening address was in use: the last line of
+// its log (appended to by every start) says so.
 func portTaken(p *proc.Process) bool {
 	ended, _ := p.Exited()
 	b, err := os.ReadFile(p.Log)
-	return ended && err == nil && strings.Contains(string(b), "address already in use")
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return ended && err == nil && strings.Contains(lines[len(lines)-1], "address already in use")
 }
 
 var serviceAccount = regexp.MustCompile(`^system:serviceaccount:([^:]+):`)
