@@ -61,6 +61,7 @@ func run() error {
 	flag.DurationVar(&o.ScrapeInterval, "scrape-interval", o.ScrapeInterval, "scrape interval, and the backfill's sample grid")
 	flag.DurationVar(&o.History, "history", o.History, "history backfilled before Prometheus starts; must cover the longest range a rule reads")
 	flag.DurationVar(&o.Scraped, "scraped", o.Scraped, "how long Prometheus scrapes before the first measurement, so that short windows read its head as on a running Prometheus (0: measure at once, windows reaching into the backfilled blocks)")
+	flag.DurationVar(&o.Head, "head", o.Head, "how much of the newest history Prometheus holds in its head when it starts (replayed from a write-ahead log, as after a restart; at most 2h), so that ranges within it read the head as on a running Prometheus (0: all of the history in blocks)")
 	flag.IntVar(&o.Evals, "evals", o.Evals, "evaluations measured per group and interval")
 	flag.IntVar(&o.Warmup, "warmup", o.Warmup, "evaluations discarded at the start of the first interval (cold caches)")
 	flag.StringVar(&o.DataDir, "data-dir", "", "directory for the TSDB data (default: a new temporary directory per fleet size)")

@@ -2,6 +2,7 @@ package benchrules
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,24 +39,30 @@ func blockLayout(from, to int64) [][2]int64 {
 
 // BackfillStats describes a backfill.
 type BackfillStats struct {
-	// From and To bound the history.
+	// From and To bound the history; the blocks hold [From, BlocksTo), the write-ahead log
+	// [BlocksTo, To) (BlocksTo is To when nothing went to the log).
 	From, To time.Time
+	BlocksTo time.Time
 	Blocks   int
 	Series   int
-	Samples  uint64
-	Bytes    int64
+	// Samples counts the blocks' samples, HeadSamples the write-ahead log's.
+	Samples     uint64
+	HeadSamples uint64 `json:",omitempty"`
+	Bytes       int64
 	// RecordedRules are the recording rules whose history was computed, in evaluation order.
 	RecordedRules []string
 	// RecordDuration is the time spent computing them, WriteDuration writing the blocks.
 	RecordDuration, WriteDuration time.Duration
 }
 
-// Backfill writes the fleet's history over [from, to) into dir as TSDB blocks: every scraped
-// series at its target's scrape grid, up, and the recording rules of rf whose output is read
-// over a range, computed by the PromQL engine from that history. It then writes the time the
-// backfill itself took as one more block, repeating until the history ends less than a scrape
-// interval before now, so the live scrapes continue it without a gap.
-func Backfill(ctx context.Context, f *Fleet, rf *ruleFile, dir string, from time.Time, workers int, logf func(string, ...any)) (BackfillStats, error) {
+// Backfill writes the fleet's history over [from, to) into dir: its last head (a duration, 0
+// for none) as the write-ahead log a running Prometheus replays into its head (see headLog), the
+// rest as TSDB blocks. The history is every scraped series at its target's scrape grid, up, and
+// the recording rules of rf whose output is read over a range, computed by the PromQL engine
+// from that history. It then writes the time the backfill itself took too, repeating until the
+// history ends less than a scrape interval before now, so the live scrapes continue it without
+// a gap.
+func Backfill(ctx context.Context, f *Fleet, rf *ruleFile, dir string, from time.Time, head time.Duration, workers int, logf func(string, ...any)) (_ BackfillStats, err error) {
 	stats := BackfillStats{From: from}
 	rules, err := rf.rangeReadRecordings()
 	if err != nil {
@@ -70,6 +77,20 @@ func Backfill(ctx context.Context, f *Fleet, rf *ruleFile, dir string, from time
 	engine := newEngine()
 	to := time.Now().Truncate(time.Second)
 	h := newHistory(f, from, to)
+	blocksTo := h.to
+	var log *headLog
+	if head > 0 {
+		blocksTo = max(h.from, to.Add(-head).UnixMilli())
+		if log, err = openHeadLog(dir); err != nil {
+			return stats, err
+		}
+		defer func() {
+			if log != nil { // not closed: an error return
+				err = errors.Join(err, log.close())
+			}
+		}()
+	}
+	stats.BlocksTo = time.UnixMilli(blocksTo)
 	for start := from.UnixMilli(); ; {
 		end := h.to
 		t0 := time.Now()
@@ -78,10 +99,18 @@ func Backfill(ctx context.Context, f *Fleet, rf *ruleFile, dir string, from time
 		}
 		stats.RecordDuration += time.Since(t0)
 		t0 = time.Now()
-		layout := blockLayout(start, end)
-		logf("writing %d block(s) for [%s, %s) with %d workers", len(layout), time.UnixMilli(start).UTC().Format(time.RFC3339), time.UnixMilli(end).UTC().Format(time.RFC3339), workers)
-		if err := writeBlocks(ctx, dir, h, layout, workers, &stats); err != nil {
-			return stats, err
+		if blocksEnd := min(end, blocksTo); start < blocksEnd {
+			layout := blockLayout(start, blocksEnd)
+			logf("writing %d block(s) for [%s, %s) with %d workers", len(layout), rfc3339(start), rfc3339(blocksEnd), workers)
+			if err := writeBlocks(ctx, dir, h, layout, workers, &stats); err != nil {
+				return stats, err
+			}
+		}
+		if logFrom := max(start, blocksTo); log != nil && logFrom < end {
+			logf("writing [%s, %s) to the write-ahead log", rfc3339(logFrom), rfc3339(end))
+			if err := log.write(ctx, h, logFrom, end); err != nil {
+				return stats, err
+			}
 		}
 		stats.WriteDuration += time.Since(t0)
 		stats.To = time.UnixMilli(end)
@@ -92,6 +121,15 @@ func Backfill(ctx context.Context, f *Fleet, rf *ruleFile, dir string, from time
 		start = end
 		h.to = now.UnixMilli()
 	}
+	if log == nil {
+		stats.BlocksTo = stats.To
+	} else {
+		stats.HeadSamples = log.Samples
+		err, log = log.close(), nil
+		if err != nil {
+			return stats, err
+		}
+	}
 	stats.Series = len(h.series)
 	size, err := dirSize(dir)
 	if err != nil {
@@ -100,6 +138,8 @@ func Backfill(ctx context.Context, f *Fleet, rf *ruleFile, dir string, from time
 	stats.Bytes = size
 	return stats, nil
 }
+
+func rfc3339(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }
 
 // writeBlocks writes the blocks of layout with up to workers at once, largest first.
 func writeBlocks(ctx context.Context, dir string, h *history, layout [][2]int64, workers int, stats *BackfillStats) error {

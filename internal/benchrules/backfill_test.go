@@ -13,10 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loopwatch/loopwatch/internal/stack"
+	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/chunks"
 	"github.com/prometheus/prometheus/tsdb/index"
+	"github.com/prometheus/prometheus/tsdb/record"
+	"github.com/prometheus/prometheus/tsdb/wlog"
 )
 
 func TestBlockLayoutIsProductionLike(t *testing.T) {
@@ -53,6 +57,9 @@ func readBlocks(t *testing.T, dir string) (map[string][]sample, []blockMeta) {
 	out := map[string][]sample{}
 	var metas []blockMeta
 	for _, e := range entries {
+		if e.Name() == "wal" {
+			continue // the history for the head: readHeadLog
+		}
 		if strings.Contains(e.Name(), ".tmp") {
 			t.Fatalf("a temporary block directory %s was left behind", e.Name())
 		}
@@ -138,20 +145,138 @@ func TestBackfillWritesTheFleetsHistory(t *testing.T) {
 	dir := t.TempDir()
 	from := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
 	f.Config.Start = from
-	stats, err := Backfill(context.Background(), f, rf, dir, from, 2, t.Logf)
+	stats, err := Backfill(context.Background(), f, rf, dir, from, 0, 2, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := os.Stat(filepath.Join(dir, "wal")); !os.IsNotExist(err) {
+		t.Errorf("a backfill without head history wrote a write-ahead log (%v)", err)
+	}
+	if !stats.BlocksTo.Equal(stats.To) || stats.HeadSamples != 0 {
+		t.Errorf("blocks end at %s with %d samples for the head, want the history's end %s and none", stats.BlocksTo, stats.HeadSamples, stats.To)
+	}
 	series, metas := readBlocks(t, dir)
+	checkBlocks(t, metas, stats)
+	checkHistoryWritten(t, f, from, stats, series)
+}
+
+// TestBackfillLeavesTheNewestHourForTheHead backfills the same fleet with an hour for the head:
+// the blocks end an hour before the history does, the write-ahead log holds that hour, each
+// series declared before its samples and in time order, and blocks and log together hold the
+// whole history.
+func TestBackfillLeavesTheNewestHourForTheHead(t *testing.T) {
+	f := testFleet(t, 2, true)
+	rf := mustRuleFile(t, "../../rules/loopwatch.rules.yaml")
+	dir := t.TempDir()
+	from := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
+	f.Config.Start = from
+	stats, err := Backfill(context.Background(), f, rf, dir, from, time.Hour, 2, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stats.To.Sub(stats.BlocksTo); got < time.Hour || got > time.Hour+time.Minute {
+		t.Errorf("the blocks end %s before the history does, want an hour", got)
+	}
+	series, metas := readBlocks(t, dir)
+	checkBlocks(t, metas, stats)
+	logged, n := readHeadLog(t, filepath.Join(dir, "wal"))
+	if n != stats.HeadSamples || n == 0 {
+		t.Errorf("the write-ahead log holds %d samples, the stats say %d", n, stats.HeadSamples)
+	}
+	var inBlocks uint64
+	for _, m := range metas {
+		inBlocks += m.Stats.NumSamples
+	}
+	if inBlocks != stats.Samples {
+		t.Errorf("the blocks hold %d samples, the stats say %d", inBlocks, stats.Samples)
+	}
+	for key, smps := range logged {
+		for _, smp := range smps {
+			if smp.t < stats.BlocksTo.UnixMilli() || smp.t >= stats.To.UnixMilli() {
+				t.Fatalf("%s: the write-ahead log holds a sample at %d, outside [%d, %d)", key, smp.t, stats.BlocksTo.UnixMilli(), stats.To.UnixMilli())
+			}
+		}
+		series[key] = append(series[key], smps...)
+	}
+	checkHistoryWritten(t, f, from, stats, series)
+}
+
+// checkBlocks fails when blocks overlap, reach past the blocks' end, or differ from the stats.
+func checkBlocks(t *testing.T, metas []blockMeta, stats BackfillStats) {
+	t.Helper()
 	sort.Slice(metas, func(i, j int) bool { return metas[i].MinTime < metas[j].MinTime })
 	for i := 1; i < len(metas); i++ {
 		if metas[i].MinTime < metas[i-1].MaxTime {
 			t.Errorf("blocks overlap: [%d, %d) and [%d, %d)", metas[i-1].MinTime, metas[i-1].MaxTime, metas[i].MinTime, metas[i].MaxTime)
 		}
 	}
+	if n := len(metas); n > 0 && metas[n-1].MaxTime > stats.BlocksTo.UnixMilli() {
+		t.Errorf("the newest block ends at %d, after the blocks' end %d", metas[n-1].MaxTime, stats.BlocksTo.UnixMilli())
+	}
 	if stats.Blocks != len(metas) {
 		t.Errorf("stats count %d blocks, %d on disk", stats.Blocks, len(metas))
 	}
+}
+
+// readHeadLog returns the samples of the write-ahead log under dir by series labels, and how
+// many it holds. It fails on a sample of a series not declared before it, and on a series whose
+// samples are not in time order (Prometheus' replay drops those).
+func readHeadLog(t *testing.T, dir string) (map[string][]sample, uint64) {
+	t.Helper()
+	sr, err := wlog.NewSegmentsReader(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sr.Close()
+	var (
+		dec     = record.NewDecoder(labels.NewSymbolTable(), promslog.NewNopLogger())
+		r       = wlog.NewReader(sr)
+		byRef   = map[chunks.HeadSeriesRef]string{}
+		out     = map[string][]sample{}
+		n       uint64
+		series  []record.RefSeries
+		samples []record.RefSample
+	)
+	for r.Next() {
+		rec := r.Record()
+		switch dec.Type(rec) {
+		case record.Series:
+			if series, err = dec.Series(rec, series[:0]); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range series {
+				byRef[s.Ref] = s.Labels.String()
+			}
+		case record.Samples:
+			if samples, err = dec.Samples(rec, samples[:0]); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range samples {
+				key, ok := byRef[s.Ref]
+				if !ok {
+					t.Fatalf("a sample of series %d, not declared before it", s.Ref)
+				}
+				if prev := out[key]; len(prev) > 0 && prev[len(prev)-1].t >= s.T {
+					t.Fatalf("%s: a sample at %d after one at %d", key, s.T, prev[len(prev)-1].t)
+				}
+				out[key] = append(out[key], sample{s.T, s.V})
+				n++
+			}
+		default:
+			t.Fatalf("a record of type %v", dec.Type(rec))
+		}
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out, n
+}
+
+// checkHistoryWritten fails unless series (by labels) hold the fleet's history from from to
+// stats.To: every scraped series on its grid with the curve's values, up per target, and the
+// recorded series the SLO ratios read over a range.
+func checkHistoryWritten(t *testing.T, f *Fleet, from time.Time, stats BackfillStats, series map[string][]sample) {
+	t.Helper()
 	interval := f.Config.ScrapeInterval.Milliseconds()
 	checked := 0
 	for _, tg := range f.Targets {
@@ -307,7 +432,7 @@ func TestBackfillComputesChainedRecordings(t *testing.T) {
 	f := testFleet(t, 2, true)
 	dir := t.TempDir()
 	from := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
-	if _, err := Backfill(context.Background(), f, mustRuleFile(t, writeChainRules(t)), dir, from, 2, t.Logf); err != nil {
+	if _, err := Backfill(context.Background(), f, mustRuleFile(t, writeChainRules(t)), dir, from, 0, 2, t.Logf); err != nil {
 		t.Fatal(err)
 	}
 	series, _ := readBlocks(t, dir)
@@ -489,5 +614,54 @@ func TestCountBackfillReads(t *testing.T) {
 	want := "short:1/5m0s long:2/15m0s long" + ownIntervalSuffix + ":1/15m0s unknown:0/"
 	if strings.Join(got, " ") != want {
 		t.Errorf("got %q, want %q", strings.Join(got, " "), want)
+	}
+}
+
+// TestPrometheusServesTheHeadHistoryFromItsHead starts the real Prometheus on a backfill that
+// leaves the newest hour for the head: Prometheus replays the write-ahead log into its head and
+// serves the whole history, the hour in the head included.
+func TestPrometheusServesTheHeadHistoryFromItsHead(t *testing.T) {
+	stack.SkipShort(t)
+	f := testFleet(t, 2, true)
+	rf := mustRuleFile(t, "../../rules/loopwatch.rules.yaml")
+	dir := t.TempDir()
+	from := time.Now().Add(-4 * time.Hour).Truncate(time.Second)
+	f.Config.Start = from
+	stats, err := Backfill(context.Background(), f, rf, dir, from, time.Hour, 2, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{DataDir: dir, StartTimeout: 2 * time.Minute})
+	ctx := context.Background()
+	api := newAPIClient(prom.URL())
+	if err := checkHead(ctx, api, f, stats); err != nil {
+		t.Error(err)
+	}
+	// Half an hour ago lies in the head, three hours ago in the blocks: up of every target in
+	// both, and the recorded 5m rates the SLO ratios read, one per controller.
+	for _, q := range []struct {
+		query string
+		want  int
+	}{
+		{"count(count_over_time(up[10m] offset 30m))", len(f.Targets)},
+		{"count(count_over_time(up[10m] offset 3h))", len(f.Targets)},
+		{"count(count_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[10m] offset 30m))", 2},
+		{"count(count_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m[10m] offset 3h))", 2},
+	} {
+		got, err := api.scalarQuery(ctx, q.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int(got) != q.want {
+			t.Errorf("%s = %v, want %d", q.query, got, q.want)
+		}
+	}
+	// Every series of the history is in the head, replayed from the log.
+	families, err := prom.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mf := families["prometheus_tsdb_head_series"]; len(mf.GetMetric()) != 1 || int(metricValue(mf.GetMetric()[0])) != stats.Series {
+		t.Errorf("prometheus_tsdb_head_series = %v, want the history's %d series", mf.GetMetric(), stats.Series)
 	}
 }

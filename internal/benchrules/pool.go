@@ -18,8 +18,8 @@ import (
 // replayed queries and the tails paragraph (each run's own report has its tails). names label
 // the reports (their file names) in the pooled report.
 //
-// The runs must have been measured alike (Prometheus, replicas, scrape interval, history,
-// scraping before measuring, every-group, and the processor where both reports name it): Pool
+// The runs must have been measured alike (Prometheus, replicas, scrape interval, history, the
+// history in the head, scraping before measuring, every-group, and the processor where both reports name it): Pool
 // refuses reports that differ in any of those.
 // It cannot check that their rule files have the same content; it lists each run's rule file.
 func Pool(reports []*Report, names []string) (*Report, error) {
@@ -29,7 +29,7 @@ func Pool(reports []*Report, names []string) (*Report, error) {
 	first := reports[0]
 	out := &Report{
 		RuleFile: first.RuleFile, Prometheus: first.Prometheus, CPUs: first.CPUs, CPUModel: first.CPUModel, Started: first.Started,
-		ScrapeInterval: first.ScrapeInterval, History: first.History, Scraped: first.Scraped,
+		ScrapeInterval: first.ScrapeInterval, History: first.History, Scraped: first.Scraped, Head: first.Head,
 		Replicas: first.Replicas, EveryGroup: first.EveryGroup, Target: first.Target,
 	}
 	var errs []error
@@ -42,6 +42,7 @@ func Pool(reports []*Report, names []string) (*Report, error) {
 			{"scrape interval", r.ScrapeInterval, first.ScrapeInterval},
 			{"history", r.History, first.History},
 			{"scraping before measuring", r.Scraped, first.Scraped},
+			{"history in the head", headOrNone(r.Head), headOrNone(first.Head)},
 			{"every-group", fmt.Sprint(r.EveryGroup), fmt.Sprint(first.EveryGroup)},
 		} {
 			if d.got != d.want {
@@ -152,4 +153,12 @@ func (p *Phase) finishPool() {
 		g.Evaluations = len(secs)
 		g.Seconds = quantiles(secs)
 	}
+}
+
+// headOrNone names Report.Head for a message: "none" when the history was all in blocks.
+func headOrNone(head string) string {
+	if head == "" {
+		return "none"
+	}
+	return head
 }

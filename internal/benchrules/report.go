@@ -24,7 +24,10 @@ type Report struct {
 	ScrapeInterval string    `json:"scrapeInterval"`
 	History        string    `json:"history"`
 	Scraped        string    `json:"scraped"`
-	Replicas       int       `json:"replicas"`
+	// Head is how much of the newest history Prometheus replayed into its head on start
+	// (Options.Head), as a Go duration; empty when it all lay in blocks.
+	Head     string `json:"head,omitempty"`
+	Replicas int    `json:"replicas"`
 	// EveryGroup: the slower groups were evaluated at each phase's interval too.
 	EveryGroup bool `json:"everyGroup"`
 	// Target is the evaluation time each group's evaluations are counted against
@@ -92,14 +95,14 @@ type GroupResult struct {
 	Runs []Evaluation `json:"runs"`
 	// Reach is how far before an evaluation the group's queries read (ruleFile.reaches), as a
 	// Go duration; BackfillReads how many of Runs read that far back into the backfilled
-	// history, before Prometheus' first scrape, where a Prometheus that has run longer than
-	// Reach reads its head. Empty and 0 in reports written before they existed.
+	// blocks: before the history the head started with (Report.Head), or before Prometheus'
+	// first scrape when it started with none. Empty and 0 in reports written before they existed.
 	Reach         string `json:"reach,omitempty"`
 	BackfillReads int    `json:"backfillReads"`
 }
 
 // countBackfillReads sets each group's Reach and counts its evaluations that read before the
-// backfilled history's end, to.
+// backfilled blocks' end, to.
 func (ph *Phase) countBackfillReads(reach map[string]time.Duration, to time.Time) {
 	for i := range ph.Groups {
 		g := &ph.Groups[i]
@@ -150,12 +153,16 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.CPUModel != "" {
 		cpus += " (" + r.CPUModel + ")"
 	}
-	fmt.Fprintf(&b, "Rule file `%s` on %s, %s. Each controller runs %d replicas scraped every %s; %s of backfilled history, and Prometheus scraped for %s before the first measurement. Started %s, took %s.\n\n",
-		r.RuleFile, r.Prometheus, cpus, r.Replicas, r.ScrapeInterval, r.History, r.Scraped, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration)
+	head := "all of it in blocks"
+	if r.Head != "" {
+		head = "the newest " + r.Head + " of it in Prometheus' head (replayed from the write-ahead log on start, as after a restart), the rest in blocks"
+	}
+	fmt.Fprintf(&b, "Rule file `%s` on %s, %s. Each controller runs %d replicas scraped every %s; %s of backfilled history, %s, and Prometheus scraped for %s before the first measurement. Started %s, took %s.\n\n",
+		r.RuleFile, r.Prometheus, cpus, r.Replicas, r.ScrapeInterval, r.History, head, r.Scraped, r.Started.Format("2006-01-02 15:04 UTC"), r.Duration)
 	if r.EveryGroup {
 		b.WriteString("Every group, the slower ones (an interval of their own) too, was evaluated at each phase's interval (`-every-group`): the slower groups have as many evaluations as the others.\n\n")
 	}
-	b.WriteString("*Read into backfill (reach)*: the evaluations whose queries read back past the backfilled history's end, into the blocks Prometheus started on (reach: the longest range plus offset the group's queries read, or the 5-minute lookback). A Prometheus that has run longer than the reach reads that span from its head; here every selector of such a query also searches the blocks the span touches, which costs more.\n\n")
+	b.WriteString("*Read into blocks (reach)*: the evaluations whose queries read back into the backfilled blocks, before the history Prometheus' head started with (reach: the longest range plus offset the group's queries read, or the 5-minute lookback). Every selector of such a query also searches the blocks the span touches, which costs more than reading the head alone. A running Prometheus holds its last 1 to 3 hours in its head: a reach within that reads blocks here only when the head started with less.\n\n")
 	r.summary(&b)
 	target, _ := r.target()
 	for _, f := range r.Fleets {
@@ -318,7 +325,7 @@ func (f FleetResult) phaseTable(b *strings.Builder, ph Phase, target time.Durati
 	if target > 0 {
 		overHead, overRule = " over "+target.String()+" |", "---:|"
 	}
-	fmt.Fprintf(b, "\n\n| group | interval | evaluations | p50 ms | p90 ms | max ms |%s read into backfill (reach) | samples read / evaluation | failures | missed iterations |\n|---|---|---:|---:|---:|---:|%s---:|---:|---:|---:|\n", overHead, overRule)
+	fmt.Fprintf(b, "\n\n| group | interval | evaluations | p50 ms | p90 ms | max ms |%s read into blocks (reach) | samples read / evaluation | failures | missed iterations |\n|---|---|---:|---:|---:|---:|%s---:|---:|---:|---:|\n", overHead, overRule)
 	for _, g := range ph.Groups {
 		samples := "–"
 		if n, ok := f.groupSamples(g.Name); ok {

@@ -43,6 +43,15 @@ type Options struct {
 	// lookback) still reach into the blocks, so they are measured at a cost above production's:
 	// GroupResult.BackfillReads counts, per group, the evaluations that did.
 	Scraped time.Duration
+	// Head is how much of the newest history Prometheus holds in its head when it starts: the
+	// backfill writes it as the write-ahead log Prometheus replays on start (see headLog), as on
+	// a Prometheus restarted after running that long, and the rest as blocks. A running
+	// Prometheus holds between 1h and 3h in its head (it persists the oldest 2h once its head
+	// spans 3h), so a range within Head reads the head only, as in production, from the first
+	// evaluation on. 0 writes everything as blocks (the benchmark before Head existed): every
+	// range longer than Scraped then reads blocks. At most 2h: a head that spans 3h is persisted,
+	// so a run longer than an hour sees that compaction.
+	Head time.Duration
 	// Evals is how many evaluations of every group at the base interval a phase measures,
 	// after Warmup evaluations (of the first phase only: later phases run on warm caches).
 	Evals, Warmup int
@@ -77,7 +86,7 @@ func DefaultOptions() Options {
 	return Options{
 		RuleFile: "rules/loopwatch.rules.yaml", Controllers: []int{50, 500}, Replicas: 3,
 		ScrapeInterval: 15 * time.Second, Intervals: []string{"15s", IntervalDefault},
-		History: 72 * time.Hour, Scraped: 6 * time.Minute, Evals: 10, Warmup: 1, StandbySeries: true, EveryGroup: true,
+		History: 72 * time.Hour, Scraped: 6 * time.Minute, Head: 2 * time.Hour, Evals: 10, Warmup: 1, StandbySeries: true, EveryGroup: true,
 		Scenarios: DefaultScenarios(), Target: 50 * time.Millisecond, Logf: func(string, ...any) {},
 	}
 }
@@ -110,11 +119,18 @@ func (o Options) validate() error {
 	if o.Scraped < 0 {
 		errs = append(errs, errors.New("scraped must not be negative"))
 	}
+	if o.Head < 0 || o.Head > maxHead || o.Head > o.History-time.Hour {
+		errs = append(errs, fmt.Errorf("head must be between 0 and %s, and at least an hour shorter than the history", maxHead))
+	}
 	if o.Target <= 0 {
 		errs = append(errs, errors.New("target must be positive"))
 	}
 	return errors.Join(errs...)
 }
+
+// maxHead bounds Options.Head: Prometheus persists the oldest 2h of its head once it spans 3h
+// (2h blocks), which a longer head would reach within the run.
+const maxHead = 2 * time.Hour
 
 // scraped is how long Prometheus scrapes before the first measurement (see Options.Scraped).
 func (o Options) scraped() time.Duration { return max(2*o.ScrapeInterval, o.Scraped) }
@@ -141,6 +157,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		Prometheus: prometheusVersion(bin), ScrapeInterval: o.ScrapeInterval.String(),
 		History: o.History.String(), Scraped: o.scraped().String(), Replicas: o.Replicas,
 		EveryGroup: o.EveryGroup, Target: o.Target.String(),
+	}
+	if o.Head > 0 {
+		rep.Head = o.Head.String()
 	}
 	for _, n := range o.Controllers {
 		fr, err := runFleet(ctx, o, rf, n)
@@ -185,13 +204,13 @@ func runFleet(ctx context.Context, o Options, rf *ruleFile, n int) (_ *FleetResu
 	}
 
 	o.Logf("%d controllers × %d replicas: %d targets, %d exposed series; backfilling %s", n, o.Replicas, fr.Targets, fr.ExposedSeries, o.History)
-	bf, err := Backfill(ctx, fleet, rf, dataDir, cfg.Start, o.Workers, o.Logf)
+	bf, err := Backfill(ctx, fleet, rf, dataDir, cfg.Start, o.Head, o.Workers, o.Logf)
 	fr.Backfill = bf
 	if err != nil {
 		return fr, fmt.Errorf("backfill: %w", err)
 	}
-	o.Logf("backfilled %d blocks, %d samples, %.1f GiB in %s (recording rules %s: %s)", bf.Blocks, bf.Samples,
-		float64(bf.Bytes)/(1<<30), time.Since(start).Round(time.Second), bf.RecordDuration.Round(time.Second), strings.Join(bf.RecordedRules, ", "))
+	o.Logf("backfilled %d blocks, %d samples, and %d samples to the write-ahead log from %s, %.1f GiB in %s (recording rules %s: %s)", bf.Blocks, bf.Samples,
+		bf.HeadSamples, bf.BlocksTo.UTC().Format(time.RFC3339), float64(bf.Bytes)/(1<<30), time.Since(start).Round(time.Second), bf.RecordDuration.Round(time.Second), strings.Join(bf.RecordedRules, ", "))
 
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -251,6 +270,9 @@ func runFleet(ctx context.Context, o Options, rf *ruleFile, n int) (_ *FleetResu
 	if err := checkHistory(ctx, api, fleet, o.History, rf); err != nil {
 		return fr, err
 	}
+	if err := checkHead(ctx, api, fleet, fr.Backfill); err != nil {
+		return fr, err
+	}
 	if fr.ScrapedSamples, err = waitForScrapes(ctx, api, len(fleet.Targets)); err != nil {
 		return fr, err
 	}
@@ -286,7 +308,7 @@ func runFleet(ctx context.Context, o Options, rf *ruleFile, n int) (_ *FleetResu
 		}
 		o.Logf("%d controllers: measuring at interval %s (%d evaluations per group after %d warm-up)", n, iv, o.Evals, warmup)
 		ph, err := measurePhase(ctx, prom, api, rf, file, iv, changed, o.Evals, warmup, o.Logf)
-		ph.countBackfillReads(reach, fr.Backfill.To)
+		ph.countBackfillReads(reach, fr.Backfill.BlocksTo)
 		fr.Phases = append(fr.Phases, ph)
 		if err != nil {
 			return fr, err
@@ -435,6 +457,27 @@ func checkHistory(ctx context.Context, api *apiClient, f *Fleet, history time.Du
 		if got == 0 {
 			return fmt.Errorf("prometheus does not serve the backfilled recording rule %s: %s is empty", r.record, q)
 		}
+	}
+	return nil
+}
+
+// checkHead fails unless Prometheus replayed the backfill's write-ahead log into its head: it
+// must serve every target's up from the middle of the span the log holds, which no block holds
+// and no scrape reached.
+func checkHead(ctx context.Context, api *apiClient, f *Fleet, bf BackfillStats) error {
+	if bf.HeadSamples == 0 {
+		return nil
+	}
+	span := bf.To.Sub(bf.BlocksTo)
+	window := min(10*time.Minute, span/2).Truncate(time.Second)
+	at := bf.BlocksTo.Add(span/2 + window/2)
+	q := fmt.Sprintf("count(count_over_time(up[%s] @ %d))", promDuration(window), at.Unix())
+	got, err := api.scalarQuery(ctx, q)
+	if err != nil {
+		return err
+	}
+	if int(got) != len(f.Targets) {
+		return fmt.Errorf("prometheus does not serve the history it should have replayed into its head from the write-ahead log: %s = %v, want %d", q, got, len(f.Targets))
 	}
 	return nil
 }
