@@ -3,9 +3,13 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 )
 
 // BinEnv names the environment variable that points at the directory of pinned binaries; the
@@ -89,7 +93,34 @@ func PrometheusOperatorCRDDir() (string, error) {
 
 // FreeAddr returns "127.0.0.1:<port>" for a loopback port that was free a moment ago, for a test
 // server whose listener cannot be handed over (such as controller-runtime's metrics server).
+//
+// The port lies below the kernel's ephemeral range (net.ipv4.ip_local_port_range), where the
+// kernel never picks a port by itself: a port from that range (what listening on port 0 returns)
+// can be taken by any outgoing connection's local port between this call and the server's bind,
+// and was (a controller's metrics server failed with "address already in use"). Below it only a
+// process that binds that very port can take it. Ports handed out before by this process are not
+// handed out again. When the range leaves no room below it, the port comes from port 0.
 func FreeAddr() (string, error) {
+	if lo, hi := portsBelowEphemeral(); hi-lo >= 1000 {
+		freeMu.Lock()
+		defer freeMu.Unlock()
+		for range 200 {
+			port := lo + rand.IntN(hi-lo)
+			if handedOut[port] {
+				continue
+			}
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				continue // in use
+			}
+			addr := l.Addr().String()
+			if err := l.Close(); err != nil {
+				return "", fmt.Errorf("find a free loopback port: %w", err)
+			}
+			handedOut[port] = true
+			return addr, nil
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free loopback port: %w", err)
@@ -99,6 +130,32 @@ func FreeAddr() (string, error) {
 		return "", fmt.Errorf("find a free loopback port: %w", err)
 	}
 	return addr, nil
+}
+
+// lowestFreePort is the bottom of FreeAddr's range: above the ports services commonly listen on.
+const lowestFreePort = 15000
+
+var (
+	freeMu    sync.Mutex
+	handedOut = map[int]bool{}
+)
+
+// portsBelowEphemeral returns [lowestFreePort, the ephemeral range's first port), or an empty
+// range when the kernel does not say (not Linux) or its range starts lower.
+func portsBelowEphemeral() (lo, hi int) {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) != 2 {
+		return 0, 0
+	}
+	first, err := strconv.Atoi(fields[0])
+	if err != nil || first <= lowestFreePort {
+		return 0, 0
+	}
+	return lowestFreePort, first
 }
 
 // freePort is FreeAddr's port alone.
