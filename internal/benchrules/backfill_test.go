@@ -140,15 +140,7 @@ func mustRuleFile(t *testing.T, p string) *ruleFile {
 // reads the blocks back with the TSDB's own readers: every scraped series on its grid with the
 // curve's values, up per target, and the recorded series a rule reads over a range.
 func TestBackfillWritesTheFleetsHistory(t *testing.T) {
-	f := testFleet(t, 2, true)
-	rf := mustRuleFile(t, "../../rules/loopwatch.rules.yaml")
-	dir := t.TempDir()
-	from := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
-	f.Config.Start = from
-	stats, err := Backfill(context.Background(), f, rf, dir, from, 0, 2, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir, from, stats := backfillTestFleet(t, 5*time.Hour, 0)
 	if _, err := os.Stat(filepath.Join(dir, "wal")); !os.IsNotExist(err) {
 		t.Errorf("a backfill without head history wrote a write-ahead log (%v)", err)
 	}
@@ -165,15 +157,7 @@ func TestBackfillWritesTheFleetsHistory(t *testing.T) {
 // series declared before its samples and in time order, and blocks and log together hold the
 // whole history.
 func TestBackfillLeavesTheNewestHourForTheHead(t *testing.T) {
-	f := testFleet(t, 2, true)
-	rf := mustRuleFile(t, "../../rules/loopwatch.rules.yaml")
-	dir := t.TempDir()
-	from := time.Now().Add(-5 * time.Hour).Truncate(time.Second)
-	f.Config.Start = from
-	stats, err := Backfill(context.Background(), f, rf, dir, from, time.Hour, 2, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir, from, stats := backfillTestFleet(t, 5*time.Hour, time.Hour)
 	if got := stats.To.Sub(stats.BlocksTo); got < time.Hour || got > time.Hour+time.Minute {
 		t.Errorf("the blocks end %s before the history does, want an hour", got)
 	}
@@ -199,6 +183,22 @@ func TestBackfillLeavesTheNewestHourForTheHead(t *testing.T) {
 		series[key] = append(series[key], smps...)
 	}
 	checkHistoryWritten(t, f, from, stats, series)
+}
+
+// backfillTestFleet backfills a fleet of 2 controllers with the repository's rules over the last
+// history into a temporary directory, head of it for the head.
+func backfillTestFleet(t *testing.T, history, head time.Duration) (*Fleet, string, time.Time, BackfillStats) {
+	t.Helper()
+	f := testFleet(t, 2, true)
+	rf := mustRuleFile(t, "../../rules/loopwatch.rules.yaml")
+	dir := t.TempDir()
+	from := time.Now().Add(-history).Truncate(time.Second)
+	f.Config.Start = from
+	stats, err := Backfill(context.Background(), f, rf, dir, from, head, 2, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, dir, from, stats
 }
 
 // checkBlocks fails when blocks overlap, reach past the blocks' end, or differ from the stats.
@@ -622,15 +622,7 @@ func TestCountBackfillReads(t *testing.T) {
 // serves the whole history, the hour in the head included.
 func TestPrometheusServesTheHeadHistoryFromItsHead(t *testing.T) {
 	stack.SkipShort(t)
-	f := testFleet(t, 2, true)
-	rf := mustRuleFile(t, "../../rules/loopwatch.rules.yaml")
-	dir := t.TempDir()
-	from := time.Now().Add(-4 * time.Hour).Truncate(time.Second)
-	f.Config.Start = from
-	stats, err := Backfill(context.Background(), f, rf, dir, from, time.Hour, 2, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, dir, _, stats := backfillTestFleet(t, 4*time.Hour, time.Hour)
 	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{DataDir: dir, StartTimeout: 2 * time.Minute})
 	ctx := context.Background()
 	api := newAPIClient(prom.URL())
