@@ -51,7 +51,7 @@ type BackfillStats struct {
 	Bytes       int64
 	// RecordedRules are the recording rules whose history was computed, in evaluation order.
 	RecordedRules []string
-	// RecordDuration is the time spent computing them, WriteDuration writing the blocks.
+	// RecordDuration is the time spent computing them, WriteDuration writing the blocks and the log.
 	RecordDuration, WriteDuration time.Duration
 }
 
