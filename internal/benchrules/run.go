@@ -38,10 +38,11 @@ type Options struct {
 	// backfilled history is in persisted blocks, and a range that reaches into a block costs
 	// more than one the head holds: at 500 × 3 the controller groups took up to twice as long
 	// while their 5-minute windows did. A Prometheus that has been running holds its last hour
-	// or more in its head, so its 5-minute rates never read a block. The default (6m) lets the
-	// 5-minute windows read the head only; longer ones (the 30m and 1h SLO ratios, a 15m
-	// lookback) still reach into the blocks, so they are measured at a cost above production's:
-	// GroupResult.BackfillReads counts, per group, the evaluations that did.
+	// or more in its head, so its 5-minute rates never read a block. With Head 0 the default
+	// (6m) lets the 5-minute windows read the head only; longer ones (the 30m and 1h SLO
+	// ratios, a 15m lookback) still reach into the blocks, so they are measured at a cost above
+	// production's; Head puts them in the head. GroupResult.BackfillReads counts, per group, the
+	// evaluations that read blocks.
 	Scraped time.Duration
 	// Head is how much of the newest history Prometheus holds in its head when it starts: the
 	// backfill writes it as the write-ahead log Prometheus replays on start (see headLog), as on

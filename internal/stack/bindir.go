@@ -109,27 +109,28 @@ func FreeAddr() (string, error) {
 			if handedOut[port] {
 				continue
 			}
-			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			addr, err := probe(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 			if err != nil {
 				continue // in use
-			}
-			addr := l.Addr().String()
-			if err := l.Close(); err != nil {
-				return "", fmt.Errorf("find a free loopback port: %w", err)
 			}
 			handedOut[port] = true
 			return addr, nil
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return probe("127.0.0.1:0")
+}
+
+// probe listens on addr and closes the listener again, returning the address it listened on.
+func probe(addr string) (string, error) {
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return "", fmt.Errorf("find a free loopback port: %w", err)
 	}
-	addr := l.Addr().String()
+	got := l.Addr().String()
 	if err := l.Close(); err != nil {
 		return "", fmt.Errorf("find a free loopback port: %w", err)
 	}
-	return addr, nil
+	return got, nil
 }
 
 // lowestFreePort is the bottom of FreeAddr's range: above the ports services commonly listen on.
