@@ -393,6 +393,18 @@ func (c *check) nextStep(labels map[string]string) string {
 	return s
 }
 
+// Symptoms are the failures that alert a causes when both hold, as diagnose ranks them: the
+// alerts that may fire beside a and describe the same incident from another signal (a hot loop
+// keeps its workers busy, so items wait in the queue). A copy; nil for an alert without a check.
+func Symptoms(a *gen.Alert) []*gen.Alert {
+	for _, c := range checks() {
+		if c.alert == a {
+			return append([]*gen.Alert(nil), c.explains...)
+		}
+	}
+	return nil
+}
+
 // explainsAlert reports whether c lists a among the failures it explains.
 func (c *check) explainsAlert(a *gen.Alert) bool {
 	for _, x := range c.explains {

@@ -254,3 +254,24 @@ func TestNextStepsReferToTheAlertsLabels(t *testing.T) {
 		}
 	}
 }
+
+func TestSymptomsAreTheFailuresACheckExplains(t *testing.T) {
+	for _, c := range checks() {
+		got := Symptoms(c.alert)
+		if !slices.Equal(got, c.explains) {
+			t.Errorf("Symptoms(%s) = %v, want %v", c.alert.FullName(), got, c.explains)
+		}
+		if len(got) > 0 {
+			got[0] = nil // a copy: the playbook does not change
+			if Symptoms(c.alert)[0] == nil {
+				t.Fatalf("Symptoms(%s) hands out the playbook's own list", c.alert.FullName())
+			}
+		}
+	}
+	if !slices.Contains(Symptoms(gen.HotLoop), gen.QueueWaitHigh) {
+		t.Error("a hot loop keeps its workers busy: queue wait must be among its symptoms")
+	}
+	if got := Symptoms(&gen.Alert{Name: "NotAnAlert"}); got != nil {
+		t.Errorf("an alert without a check has symptoms %v", got)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/loopwatch/loopwatch/diagnose"
 	"github.com/loopwatch/loopwatch/examples/controllers/conditions"
 	"github.com/loopwatch/loopwatch/examples/controllers/scheduler"
 	"github.com/loopwatch/loopwatch/gen"
@@ -59,7 +60,8 @@ type scenario struct {
 	// expect is the alert the fault must fire (nil: healthy, nothing may fire).
 	expect *gen.Alert
 	// companions are other alerts that describe the same incident from another signal and may
-	// fire with it; any other alert is a failure.
+	// fire with it: the symptoms `loopwatch diagnose` puts down to expect. Any other alert is a
+	// failure.
 	companions []*gen.Alert
 
 	namespace, pod, addr string
@@ -77,17 +79,12 @@ func (s *scenario) name() string {
 }
 
 func scenarios() []*scenario {
-	hotLoopCompanions := []*gen.Alert{gen.PatchRateHigh, gen.HotObject}
-	errorCompanions := []*gen.Alert{gen.ErrorBudgetBurnFast, gen.ErrorBudgetBurnSlow}
-	// Reconciles that make 26 calls take a second or more: on a busy machine items can wait
-	// behind them, the queue-wait symptom `loopwatch diagnose` puts down to the N+1 calls.
-	nPlusOneCompanions := []*gen.Alert{gen.QueueWaitHigh}
 	var out []*scenario
 	for _, job := range []string{schedulerJob, conditionsJob} {
 		out = append(out,
 			&scenario{job: job, objects: 20},
 			&scenario{job: job, fault: "hot-loop", flags: append([]string{"--fault-hot-loop"}, hotLoopClientLimit...), objects: 20,
-				expect: gen.HotLoop, companions: hotLoopCompanions},
+				expect: gen.HotLoop},
 			// Few objects and four workers: six seconds per reconcile is the incident, not a
 			// queue that outgrows the workers (another incident, with its own alerts).
 			&scenario{job: job, fault: "slow", flags: []string{"--fault-slow=6s", "--max-concurrent-reconciles=4"}, objects: 3,
@@ -96,14 +93,20 @@ func scenarios() []*scenario {
 			// and the CronJobs' runs spread over two ticks, so that the queue keeps up with
 			// reconciles that make 26 calls each (a saturated queue is another incident).
 			&scenario{job: job, fault: "n-plus-one", flags: []string{"--fault-n-plus-one", "--max-concurrent-reconciles=4"}, objects: 25,
-				schedules: []string{"*/2 * * * *", "1-59/2 * * * *"}, expect: gen.APICallsPerReconcileHigh, companions: nPlusOneCompanions},
+				schedules: []string{"*/2 * * * *", "1-59/2 * * * *"}, expect: gen.APICallsPerReconcileHigh},
 			&scenario{job: job, fault: "errors", flags: []string{"--fault-errors"}, objects: 20,
-				expect: gen.ReconcileErrors, companions: errorCompanions},
+				expect: gen.ReconcileErrors},
 		)
 	}
 	out = append(out, &scenario{job: operatorJob, fault: "hot-loop", flags: []string{"--fault-hot-loop"}, objects: 10,
-		expect: gen.HotLoop, companions: hotLoopCompanions})
+		expect: gen.HotLoop})
 	for _, s := range out {
+		if s.expect != nil {
+			// A hot loop keeps its one worker busy, so the other items wait in the queue (seen
+			// on a loaded machine); reconciles that make 26 calls take a second or more, so
+			// items can wait behind them.
+			s.companions = diagnose.Symptoms(s.expect)
+		}
 		s.namespace = strings.TrimSuffix(strings.TrimSuffix(s.job, "-controller"), "-operator") + "-" + s.name()
 		s.pod = s.job + "-0"
 		s.seen = map[string]string{}
