@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -136,6 +137,27 @@ func burnAt(tr *sloTrace, conds []burnCondition, budget, minFailed float64, t ti
 		}
 	}
 	return st
+}
+
+// unguarded are the evaluations from `from` to until at which a burn-rate alert would fire on its
+// error ratios alone (its conditions, without the failed reconciles, held for its `for:`): where
+// a case checks that the failed reconciles keep it silent.
+func unguarded(c *caseEnv, tr *sloTrace, conds []burnCondition, budget float64, from, until time.Duration) []time.Duration {
+	eval := c.Interval()
+	var out []time.Duration
+	held := time.Duration(-1)
+	for t := ceilTo(from, eval); t <= until; t += eval {
+		switch {
+		case !burnAt(tr, conds, budget, 0, t).holds:
+			held = -1
+		case held < 0:
+			held = t
+		}
+		if held >= 0 && t-held >= c.For() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // firstHold is the first evaluation from `from` to limit at which a burn-rate alert's condition
@@ -275,34 +297,50 @@ func quietControllerCases(c *caseEnv, conds []burnCondition, budget, minFailed f
 	var cases []Case
 	if burst >= 1 {
 		// burst failed reconciles in the sample minute after `history`.
-		once := quiet(Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, burst/sampleInterval.Seconds()).Rate(history+sampleInterval, 0))
-		until := history + c.For() + time.Hour
-		tr := newSLOTrace(once, eval, until)
-		// Where the error ratios alone would page: the case checks for silence there.
-		var unguarded []time.Duration
-		held := time.Duration(-1)
-		for t := ceilTo(history, eval); t <= until; t += eval {
-			switch {
-			case !burnAt(tr, conds, budget, 0, t).holds:
-				held = -1
-			case held < 0:
-				held = t
-			}
-			if held >= 0 && t-held >= c.For() {
-				unguarded = append(unguarded, t)
-			}
+		transient := func() []*Series {
+			return quiet(Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, burst/sampleInterval.Seconds()).Rate(history+sampleInterval, 0))
 		}
+		until := history + c.For() + time.Hour
+		once := transient()
+		tr := newSLOTrace(once, eval, until)
 		if t := firstHold(c, tr, conds, budget, minFailed, history, until); t >= 0 {
 			c.errs = append(c.errs, fmt.Errorf("alert %s: a transient failure of a quiet controller pages at %s", c.a.Key, fmtDuration(t)))
 		}
-		if len(unguarded) > 0 {
+		if checks := unguarded(c, tr, conds, budget, history, until); len(checks) > 0 {
 			cases = append(cases, Case{
 				Name:   fmt.Sprintf("stays silent when a controller that reconciles %s times an hour fails %s times in a minute", formatG(perHour), formatG(burst)),
 				Series: once,
 				Until:  until,
-				Checks: unguarded,
+				Checks: checks,
 			})
 		}
+		// The same controller new at `history`, the burst in its first minute, beside another
+		// that reconciles without failing throughout: the long window holds minutes of the new
+		// one, and a mean over them times the whole window would count the burst many times over
+		// (the case is there because that would page).
+		fresh := transient()
+		for _, s := range fresh {
+			s.From(history)
+		}
+		other := l.With("controller", "snapshot")
+		others := []*Series{
+			Counter("controller_runtime_reconcile_total", other.With("result", "success"), perHour/3600),
+			Counter("controller_runtime_reconcile_total", other.With("result", "error"), 0),
+		}
+		ftr := newSLOTraceAmong(fresh, others, eval, until)
+		if t := firstHold(c, ftr, conds, budget, minFailed, history, until); t >= 0 {
+			c.errs = append(c.errs, fmt.Errorf("alert %s: a new quiet controller's first failures page at %s", c.a.Key, fmtDuration(t)))
+		}
+		checks := unguarded(c, ftr, conds, budget, history, until)
+		if !slices.ContainsFunc(checks, func(t time.Duration) bool { return ftr.failedOverWholeWindow(conds, t) >= minFailed }) {
+			c.errs = append(c.errs, fmt.Errorf("alert %s: the new controller's case would stay silent without counting from its first sample: it proves nothing", c.a.Key))
+		}
+		cases = append(cases, Case{
+			Name:   fmt.Sprintf("stays silent when a new controller that reconciles %s times an hour fails %s times in its first minute", formatG(perHour), formatG(burst)),
+			Series: append(fresh, others...),
+			Until:  until,
+			Checks: checks,
+		})
 	}
 	// Failures that keep coming, well above the threshold's odds: the error ratios pass their
 	// thresholds within minutes, the failed reconciles over 1h reach minFailed later. (An

@@ -185,6 +185,7 @@ func TestExprCheckerCatchesMistakes(t *testing.T) {
 		{"without instead of by", `sum without (priority) (workqueue_depth)`, `sum without (...)`},
 		{"syntax error", `sum by (cluster (workqueue_depth)`, `parse:`},
 		{"histogram bucket of an unknown histogram", `sum by (cluster) (rate(foo_bucket[5m]))`, `metric "foo_bucket"`},
+		{"a divisor that is NaN when absent", `sum by (cluster) (workqueue_depth) / scalar(count(workqueue_depth))`, `scalar() is NaN`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,6 +199,7 @@ func TestExprCheckerCatchesMistakes(t *testing.T) {
 		`sum by (cluster, le) (rate(workqueue_queue_duration_seconds_bucket[5m]))`,
 		`max by (cluster) (workqueue_longest_running_processor_seconds)`,
 		`sum by (cluster) (changes(leader_election_master_status[1h]))`,
+		`sum by (cluster) (workqueue_depth) / on () group_left () count(workqueue_depth)`,
 	} {
 		if err := c.Check(ok, true); err != nil {
 			t.Errorf("Check(%q) = %v, want nil", ok, err)

@@ -79,6 +79,9 @@ func (c *ExprChecker) Check(expr string, requireCluster bool) error {
 				errs = append(errs, fmt.Errorf("metric %q is not in the catalogue of known metrics", n.Name))
 			}
 		case *parser.Call:
+			if requireCluster && n.Func.Name == "scalar" {
+				errs = append(errs, errors.New("scalar() is NaN where its argument has no series, and a NaN a rule records stays in every range read over it; divide by a one-series vector with on () group_left () instead"))
+			}
 			if !slices.Contains(counterFuncs, n.Func.Name) {
 				return nil
 			}

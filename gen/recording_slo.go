@@ -122,14 +122,59 @@ func sloRatioRef(window string) string {
 	return recErrorRatioName(window)
 }
 
-// sloFailedRef is how an alert reads the failed reconciles over window: the mean of the sampled
-// (fine window) or coarse (coarse window) error rate over the window, times its length in seconds.
+// sloFailedRef is how an alert reads the failed reconciles over window: the sampled (fine window)
+// or coarse (coarse window) error rates summed over the window, times the window's length in
+// seconds, divided by the number of times their group recorded any controller's rate in it
+// (recSampledControllers, recCoarseControllers). That is the mean rate times the window for a
+// controller there throughout, and counts only what a newer one reported: a mean over a new
+// controller's few samples times the whole window would count its first failures many times
+// over (three in its first minute, read five minutes later, are 36 over an hour). Counting the
+// group's evaluations rather than assuming its interval keeps the expression right where
+// promtool evaluates every group at the test's interval. Where no other controller was sampled
+// before it (a first controller, or Prometheus' first hour), the count is the mean times the
+// window as before.
 func sloFailedRef(window string) string {
-	src := recReconcileErrorsSampled.Name
+	src, sampled := recReconcileErrorsSampled.Name, recSampledControllers
 	if sloSource(window) == sloCoarse {
-		src = recReconcileErrorsCoarse.Name
+		src, sampled = recReconcileErrorsCoarse.Name, recCoarseControllers
 	}
-	return "avg_over_time(" + src + "[" + window + "]) * " + formatG(parseWindow(window).Seconds())
+	return "sum_over_time(" + src + "[" + window + "]) * " + formatG(parseWindow(window).Seconds()) + " / " + evaluationsIn(sampled, window)
+}
+
+// recSampledControllers and recCoarseControllers count the controllers whose rate the sample
+// group (the coarse group) recorded, at each of its evaluations: one series without labels. Its
+// samples over a window are the samples a controller's sampled (coarse) rates would have there
+// had it been there throughout.
+var (
+	recSampledControllers = controllersCounted(recReconcilesSampled, "rate5m_sampled"+model.Duration(sloSampleInterval).String())
+	recCoarseControllers  = controllersCounted(recReconcilesCoarse, "rate"+sloCoarseWindow)
+)
+
+func controllersCounted(rate *Recording, operations string) *Recording {
+	return &Recording{
+		Name: level{}.record("controller_runtime_reconcile_total", operations+"_controllers"),
+		Expr: func(*exprEnv) string { return "count(" + rate.Name + ")" },
+		Cases: func(c *caseEnv) []ExprCase {
+			l := c.Controller().With("name", "")
+			other := l.With("controller", "snapshot")
+			return []ExprCase{{
+				Name:   "counts the controllers whose rate is recorded",
+				At:     sloCoarseInterval + 10*time.Minute,
+				Series: append(steadyReconciles(l), steadyReconciles(other)...),
+				Want:   []Sample{{Labels{}, 2}},
+			}}
+		},
+	}
+}
+
+// evaluationsIn is how many times sampled was recorded over window, as a divisor: one series
+// without labels, matched with on() group_left(). Where sampled has no sample in the window the
+// division yields nothing. A scalar() of nothing would be NaN, and the coarse group can run
+// between the sample group's rates and its count (groups run apart, each rule committing on its
+// own): one NaN in a 30-minute average would stay in every day sum over it for a day, and no
+// slow burn could fire on the controller's day ratios meanwhile.
+func evaluationsIn(sampled *Recording, window string) string {
+	return "on () group_left () max(count_over_time(" + sampled.Name + "[" + window + "]))"
 }
 
 // sloSourceKind says which recorded series an error ratio over a window is built from.
@@ -156,8 +201,8 @@ func sloSource(window string) sloSourceKind {
 // recReconcileErrorsCoarse and recReconcilesCoarse are the 5m error and reconcile rates averaged
 // over the coarse interval, recorded once per coarse interval.
 var (
-	recReconcileErrorsCoarse = coarseAverage(recReconcileErrorsSampled, "controller_runtime_reconcile_error", 1)
-	recReconcilesCoarse      = coarseAverage(recReconcilesSampled, "controller_runtime_reconcile_total", 4)
+	recReconcileErrorsCoarse = coarseAverage(recReconcileErrorsSampled, "controller_runtime_reconcile_error", 1, traceErrors30)
+	recReconcilesCoarse      = coarseAverage(recReconcilesSampled, "controller_runtime_reconcile_total", 4, traceReconciles30)
 )
 
 // steadyReconciles are the input of the coarse recordings' cases: controller l's reconciles, errors
@@ -169,20 +214,47 @@ func steadyReconciles(l Labels) []*Series {
 	}
 }
 
-// coarseAverage records avg_over_time of a 5m-rate recording of metric over the coarse interval;
-// want is its value when errors come at 1/s and successes at 3/s.
-func coarseAverage(of *Recording, metric string, want float64) *Recording {
+// coarseAverage records the mean of a 5m-rate recording of metric over the coarse interval, a
+// sample the group did not record for this controller counting as 0: the sum over the interval
+// divided by the sample group's evaluations in it that recorded any controller
+// (recSampledControllers). A controller that appeared ten minutes ago has ten minutes of the
+// interval's thirty, not the mean of its ten spread over thirty. want is its value when errors
+// come at 1/s and successes at 3/s; of picks it out of an SLO trace.
+func coarseAverage(rate *Recording, metric string, want float64, of func(*sloTrace) (prefix, values []float64)) *Recording {
 	return &Recording{
 		Name: levelController.record(metric, "rate"+sloCoarseWindow),
-		Expr: func(e *exprEnv) string { return "avg_over_time(" + of.Name + "[" + sloCoarseWindow + "])" },
+		Expr: func(e *exprEnv) string {
+			return "sum_over_time(" + rate.Name + "[" + sloCoarseWindow + "]) / " + evaluationsIn(recSampledControllers, sloCoarseWindow)
+		},
 		Cases: func(c *caseEnv) []ExprCase {
 			l := c.Controller().With("name", "")
-			return []ExprCase{{
-				Name:   "averages the 5m rate over " + sloCoarseWindow,
-				At:     sloCoarseInterval + 10*time.Minute,
-				Series: steadyReconciles(l),
-				Want:   []Sample{{c.AtLevel(levelController, l), want}},
-			}}
+			other := l.With("controller", "snapshot")
+			// l appears at `appears`; other is there throughout.
+			appears := sloCoarseInterval + 10*time.Minute
+			fresh := steadyReconciles(l)
+			for _, s := range fresh {
+				s.From(appears)
+			}
+			at := appears + 10*time.Minute
+			tr := newSLOTraceAmong(fresh, steadyReconciles(other), c.Interval(), at)
+			_, values := of(tr)
+			return []ExprCase{
+				{
+					Name:   "averages the 5m rate over " + sloCoarseWindow,
+					At:     sloCoarseInterval + 10*time.Minute,
+					Series: steadyReconciles(l),
+					Want:   []Sample{{c.AtLevel(levelController, l), want}},
+				},
+				{
+					Name:   "counts the part of " + sloCoarseWindow + " before a new controller appeared as no reconciles",
+					At:     at,
+					Series: append(fresh, steadyReconciles(other)...),
+					Want: []Sample{
+						{c.AtLevel(levelController, l), values[int(at/c.Interval())]},
+						{c.AtLevel(levelController, other), want},
+					},
+				},
+			}
 		},
 	}
 }
@@ -292,7 +364,7 @@ func sloDaysSum(daySum string, past []*Recording, days int) string {
 
 // sloCoarseRecordings are the coarse group's rules: the averages, the day sums, then the ratios
 // over the windows in sloCoarseGroupWindows.
-var sloCoarseRecordings = append([]*Recording{recReconcileErrorsCoarse, recReconcilesCoarse, recReconcileErrorsDay, recReconcilesDay},
+var sloCoarseRecordings = append([]*Recording{recReconcileErrorsCoarse, recReconcilesCoarse, recCoarseControllers, recReconcileErrorsDay, recReconcilesDay},
 	sloRatioRecordings(sloCoarseGroupWindows)...)
 
 // sloDaysRecordings are the days group's rules: the past day sums, then the ratios over the

@@ -69,7 +69,7 @@ func ruleGroups() []ruleGroup {
 		{Name: groupLatencyRules, On: controller, Recordings: []*Recording{recReconcileMean}},
 		{Name: groupClientRules, On: controller, Recordings: []*Recording{recClientRequests}},
 		{Name: groupAPIRequestRules, On: controller, Recordings: []*Recording{recAPIRequests, recControllerWrites}},
-		{Name: groupSLOSampleRules, Interval: sloSampleInterval, On: slo, Recordings: []*Recording{recReconcileErrorsSampled, recReconcilesSampled}},
+		{Name: groupSLOSampleRules, Interval: sloSampleInterval, On: slo, Recordings: []*Recording{recReconcileErrorsSampled, recReconcilesSampled, recSampledControllers}},
 		{Name: groupSLOCoarseRules, Interval: sloCoarseInterval, On: slo, Recordings: sloCoarseRecordings},
 		{Name: groupSLODaysRules, Interval: sloCoarseInterval, On: slo, Recordings: sloDaysRecordings},
 		{Name: groupSLORules, On: slo, Recordings: sloRatioRecordings(sloShortGroupWindows)},

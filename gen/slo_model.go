@@ -26,11 +26,21 @@ type sloTrace struct {
 	err5, tot5, err30, tot30 []float64
 	// Prefix sums (over present samples) of the four series, for window sums.
 	sErr5, sTot5, sErr30, sTot30 []float64
+	// sampled and sampledCoarse say whether recSampledControllers and recCoarseControllers are
+	// recorded at each evaluation: whether any controller's rate (or coarse average) is.
+	sampled, sampledCoarse []bool
 }
 
 // newSLOTrace evaluates the chain on series (controller_runtime_reconcile_total of one
 // controller, one series per result and replica) until limit.
 func newSLOTrace(series []*Series, eval, limit time.Duration) *sloTrace {
+	return newSLOTraceAmong(series, nil, eval, limit)
+}
+
+// newSLOTraceAmong is newSLOTrace with others, the reconcile series of other controllers: they
+// do not change this controller's rates, but the count of sampled controllers is recorded while
+// any of them is there.
+func newSLOTraceAmong(series, others []*Series, eval, limit time.Duration) *sloTrace {
 	n := int(limit/eval) + 1
 	tr := &sloTrace{eval: eval}
 	for k := range n {
@@ -52,12 +62,33 @@ func newSLOTrace(series []*Series, eval, limit time.Duration) *sloTrace {
 		}
 		tr.err5 = append(tr.err5, errRate)
 		tr.tot5 = append(tr.tot5, totRate)
-		tr.err30 = append(tr.err30, tr.avgOver(tr.err5, k, sloCoarseInterval))
-		tr.tot30 = append(tr.tot30, tr.avgOver(tr.tot5, k, sloCoarseInterval))
+		tr.sampled = append(tr.sampled, !math.IsNaN(totRate) || slices.ContainsFunc(others, func(s *Series) bool {
+			_, ok := s.rateAt(t, 5*time.Minute)
+			return ok
+		}))
 	}
 	tr.sErr5, tr.sTot5 = prefixSums(tr.err5), prefixSums(tr.tot5)
+	for k := range n {
+		tr.sampledCoarse = append(tr.sampledCoarse, tr.evaluations(tr.sampled, k, sloCoarseInterval) > 0)
+		evaluated := float64(tr.evaluations(tr.sampled, k, sloCoarseInterval))
+		tr.err30 = append(tr.err30, tr.windowSum(tr.sErr5, tr.err5, k, sloCoarseInterval)/evaluated)
+		tr.tot30 = append(tr.tot30, tr.windowSum(tr.sTot5, tr.tot5, k, sloCoarseInterval)/evaluated)
+	}
 	tr.sErr30, tr.sTot30 = prefixSums(tr.err30), prefixSums(tr.tot30)
 	return tr
+}
+
+// evaluations is how many evaluations of the left-open window ending at evaluation k recorded
+// a count of controllers (marks: sampled or sampledCoarse). promtool evaluates every group at
+// every evaluation.
+func (tr *sloTrace) evaluations(marks []bool, k int, window time.Duration) int {
+	n := 0
+	for i := k; i >= 0 && time.Duration(k-i)*tr.eval < window; i-- {
+		if marks[i] {
+			n++
+		}
+	}
+	return n
 }
 
 func addPresent(sum, v float64) float64 {
@@ -134,7 +165,34 @@ func (tr *sloTrace) failed(window string, t time.Duration) float64 {
 		v = tr.err30
 	}
 	w := parseWindow(window)
-	return tr.avgOver(v, k, w) * w.Seconds()
+	prefix := tr.sErr5
+	if sloSource(window) == sloCoarse {
+		prefix = tr.sErr30
+	}
+	marks := tr.sampled
+	if sloSource(window) == sloCoarse {
+		marks = tr.sampledCoarse
+	}
+	return tr.windowSum(prefix, v, k, w) * w.Seconds() / float64(tr.evaluations(marks, k, w))
+}
+
+// failedOverWholeWindow is the most failed reconciles any condition's long window holds at time
+// t read as a mean over the window times the window's length, whatever the controller's age: what
+// the failed reconciles were before they were counted from the group's evaluations.
+func (tr *sloTrace) failedOverWholeWindow(conds []burnCondition, t time.Duration) float64 {
+	k := int(t / tr.eval)
+	most := 0.0
+	for _, cond := range conds {
+		v := tr.err5
+		if sloSource(cond.long) == sloCoarse {
+			v = tr.err30
+		}
+		w := parseWindow(cond.long)
+		if f := tr.avgOver(v, k, w) * w.Seconds(); f > most {
+			most = f
+		}
+	}
+	return most
 }
 
 // share is errors / reconciles capped at 1, as errorShare records it (clamp_max keeps NaN).

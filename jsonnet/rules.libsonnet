@@ -114,6 +114,10 @@
             record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m",
             expr: "cluster_namespace_job_controller:controller_runtime_reconcile:rate5m",
           },
+          {
+            record: ":controller_runtime_reconcile:rate5m_sampled1m_controllers",
+            expr: "count(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m)",
+          },
         ],
       },
       {
@@ -122,11 +126,15 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m",
-            expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m[30m])",
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m[30m]) / on () group_left () max(count_over_time(:controller_runtime_reconcile:rate5m_sampled1m_controllers[30m]))",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate30m",
-            expr: "avg_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m[30m])",
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m[30m]) / on () group_left () max(count_over_time(:controller_runtime_reconcile:rate5m_sampled1m_controllers[30m]))",
+          },
+          {
+            record: ":controller_runtime_reconcile:rate30m_controllers",
+            expr: "count(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m)",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d",

@@ -338,7 +338,9 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The SLO ratios read the 5m rates as sampled every minute (copied from the 5m rates, which
-	// are computed from the per-pod ones) over up to 2h, and the coarse 30m averages over up to 1d; the 3d ratio adds the day sums of one and two days ago,
+	// are computed from the per-pod ones) over up to 2h, and the coarse 30m averages over up to 1d;
+	// the coarse averages and the page's failed reconciles divide by the count of controllers
+	// sampled, read over the window; the 3d ratio adds the day sums of one and two days ago,
 	// which read the day sums over a range; the slow-burn alert reads the 1d and 3d ratios the coarse group records over the last
 	// hour; LoopwatchLeaderFlapping reads an hour of the sampled leader status, and
 	// LoopwatchControllerMetricsMissing the last 15 minutes of each job's last-seen time: all of them need
@@ -353,8 +355,10 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 		"cluster_namespace_job_pod_controller:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m@1m0s",
+		":controller_runtime_reconcile:rate5m_sampled1m_controllers@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m@30m0s",
+		":controller_runtime_reconcile:rate30m_controllers@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d@30m0s",
