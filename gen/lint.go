@@ -62,8 +62,10 @@ func (c *ExprChecker) family(name string) (catalogue.Metric, bool) {
 	return catalogue.Metric{}, false
 }
 
-// Check parses expr and reports every problem. requireCluster asks that every aggregation with a
-// `by` clause keeps the cluster label (dashboard queries aggregate per panel and need not).
+// Check parses expr and reports every problem. requireCluster is set for a rule's expression: it
+// asks that every aggregation with a `by` clause keeps the cluster label (dashboard queries
+// aggregate per panel and need not), and refuses scalar(), whose NaN a rule would record (a
+// panel only shows it).
 func (c *ExprChecker) Check(expr string, requireCluster bool) error {
 	e, err := promqlParser.ParseExpr(expr)
 	if err != nil {
