@@ -60,8 +60,8 @@ type scenario struct {
 	// expect is the alert the fault must fire (nil: healthy, nothing may fire).
 	expect *gen.Alert
 	// companions are other alerts that describe the same incident from another signal and may
-	// fire with it: the symptoms `loopwatch diagnose` puts down to expect. Any other alert is a
-	// failure.
+	// fire with it, each one a symptom `loopwatch diagnose` puts down to expect
+	// (TestCompanionsAreSymptoms). Any other alert is a failure.
 	companions []*gen.Alert
 
 	namespace, pod, addr string
@@ -79,12 +79,19 @@ func (s *scenario) name() string {
 }
 
 func scenarios() []*scenario {
+	// A hot loop that keeps its one worker busy makes the other items wait: on a loaded machine
+	// the conditions controller's loop (15 reconciles/s at 65 ms each) took QueueWaitHigh pending.
+	hotLoopCompanions := []*gen.Alert{gen.PatchRateHigh, gen.HotObject, gen.QueueWaitHigh}
+	errorCompanions := []*gen.Alert{gen.ErrorBudgetBurnFast, gen.ErrorBudgetBurnSlow}
+	// Reconciles that make 26 calls take a second or more: on a busy machine items can wait
+	// behind them.
+	nPlusOneCompanions := []*gen.Alert{gen.QueueWaitHigh}
 	var out []*scenario
 	for _, job := range []string{schedulerJob, conditionsJob} {
 		out = append(out,
 			&scenario{job: job, objects: 20},
 			&scenario{job: job, fault: "hot-loop", flags: append([]string{"--fault-hot-loop"}, hotLoopClientLimit...), objects: 20,
-				expect: gen.HotLoop},
+				expect: gen.HotLoop, companions: hotLoopCompanions},
 			// Few objects and four workers: six seconds per reconcile is the incident, not a
 			// queue that outgrows the workers (another incident, with its own alerts).
 			&scenario{job: job, fault: "slow", flags: []string{"--fault-slow=6s", "--max-concurrent-reconciles=4"}, objects: 3,
@@ -93,25 +100,32 @@ func scenarios() []*scenario {
 			// and the CronJobs' runs spread over two ticks, so that the queue keeps up with
 			// reconciles that make 26 calls each (a saturated queue is another incident).
 			&scenario{job: job, fault: "n-plus-one", flags: []string{"--fault-n-plus-one", "--max-concurrent-reconciles=4"}, objects: 25,
-				schedules: []string{"*/2 * * * *", "1-59/2 * * * *"}, expect: gen.APICallsPerReconcileHigh},
+				schedules: []string{"*/2 * * * *", "1-59/2 * * * *"}, expect: gen.APICallsPerReconcileHigh, companions: nPlusOneCompanions},
 			&scenario{job: job, fault: "errors", flags: []string{"--fault-errors"}, objects: 20,
-				expect: gen.ReconcileErrors},
+				expect: gen.ReconcileErrors, companions: errorCompanions},
 		)
 	}
 	out = append(out, &scenario{job: operatorJob, fault: "hot-loop", flags: []string{"--fault-hot-loop"}, objects: 10,
-		expect: gen.HotLoop})
+		expect: gen.HotLoop, companions: hotLoopCompanions})
 	for _, s := range out {
-		if s.expect != nil {
-			// A hot loop keeps its one worker busy, so the other items wait in the queue (seen
-			// on a loaded machine); reconciles that make 26 calls take a second or more, so
-			// items can wait behind them.
-			s.companions = diagnose.Symptoms(s.expect)
-		}
 		s.namespace = strings.TrimSuffix(strings.TrimSuffix(s.job, "-controller"), "-operator") + "-" + s.name()
 		s.pod = s.job + "-0"
 		s.seen = map[string]string{}
 	}
 	return out
+}
+
+// TestCompanionsAreSymptoms: an alert the detection test lets fire beside a fault's own is one
+// that `loopwatch diagnose` lists as that fault's symptom, so that the two agree on what one
+// incident looks like.
+func TestCompanionsAreSymptoms(t *testing.T) {
+	for _, s := range scenarios() {
+		for _, c := range s.companions {
+			if !slices.Contains(diagnose.Symptoms(s.expect), c) {
+				t.Errorf("%s %s: %s may fire beside %s, but diagnose does not list it as a symptom of it", s.job, s.name(), c.FullName(), s.expect.FullName())
+			}
+		}
+	}
 }
 
 // TestControllersWrittenAnotherWay runs the example controllers — a kubebuilder-style scheduler
