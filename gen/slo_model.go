@@ -69,10 +69,10 @@ func newSLOTraceAmong(series, others []*Series, eval, limit time.Duration) *sloT
 	}
 	tr.sErr5, tr.sTot5 = prefixSums(tr.err5), prefixSums(tr.tot5)
 	for k := range n {
-		tr.sampledCoarse = append(tr.sampledCoarse, tr.evaluations(tr.sampled, k, sloCoarseInterval) > 0)
-		evaluated := float64(tr.evaluations(tr.sampled, k, sloCoarseInterval))
-		tr.err30 = append(tr.err30, tr.windowSum(tr.sErr5, tr.err5, k, sloCoarseInterval)/evaluated)
-		tr.tot30 = append(tr.tot30, tr.windowSum(tr.sTot5, tr.tot5, k, sloCoarseInterval)/evaluated)
+		evaluated := tr.evaluations(tr.sampled, k, sloCoarseInterval)
+		tr.sampledCoarse = append(tr.sampledCoarse, evaluated > 0)
+		tr.err30 = append(tr.err30, tr.windowSum(tr.sErr5, tr.err5, k, sloCoarseInterval)/float64(evaluated))
+		tr.tot30 = append(tr.tot30, tr.windowSum(tr.sTot5, tr.tot5, k, sloCoarseInterval)/float64(evaluated))
 	}
 	tr.sErr30, tr.sTot30 = prefixSums(tr.err30), prefixSums(tr.tot30)
 	return tr
@@ -160,19 +160,11 @@ func (tr *sloTrace) failed(window string, t time.Duration) float64 {
 	if k < 0 || k >= len(tr.err5) {
 		return math.NaN()
 	}
-	v := tr.err5
+	v, prefix, marks := tr.err5, tr.sErr5, tr.sampled
 	if sloSource(window) == sloCoarse {
-		v = tr.err30
+		v, prefix, marks = tr.err30, tr.sErr30, tr.sampledCoarse
 	}
 	w := parseWindow(window)
-	prefix := tr.sErr5
-	if sloSource(window) == sloCoarse {
-		prefix = tr.sErr30
-	}
-	marks := tr.sampled
-	if sloSource(window) == sloCoarse {
-		marks = tr.sampledCoarse
-	}
 	return tr.windowSum(prefix, v, k, w) * w.Seconds() / float64(tr.evaluations(marks, k, w))
 }
 
