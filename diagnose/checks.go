@@ -193,6 +193,16 @@ func checks() []*check {
 			next:  "Another workqueue metrics provider was registered before controller-runtime's (client-go's workqueue.SetProvider: the first caller wins). Remove it or let controller-runtime register first; until then queue depth, growth and wait cannot be checked.",
 		},
 		{
+			alert: gen.ClassicHistogramsMissing,
+			signals: []signalSpec{
+				{name: "native reconcile-time histograms of the job without classic series", unit: UnitCount},
+			},
+			scope: byWorkload,
+			gap:   true,
+			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:  "Prometheus ingests this job's histograms as native histograms only (scrape_native_histograms or convert_classic_histograms_to_nhcb without always_scrape_classic_histograms). Set always_scrape_classic_histograms: true on its scrape configuration (scrapeClassicHistograms: true on its ServiceMonitor or PodMonitor); until then reconcile latency, queue wait and queue backlog cannot be checked.",
+		},
+		{
 			alert: gen.ControllerMetricsMissing,
 			signals: []signalSpec{
 				{name: "target up", unit: UnitCount},

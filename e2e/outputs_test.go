@@ -295,6 +295,7 @@ var stagedIncidents = []struct {
 var mustStaySilent = map[string]string{
 	gen.ControllerMetricsMissing.FullName():  "the controller is scraped and exports its metrics",
 	gen.WorkqueueMetricsMissing.FullName():   "the controller's workqueue metrics are registered",
+	gen.ClassicHistogramsMissing.FullName():  "Prometheus keeps the classic histogram series",
 	gen.LeaderMissing.FullName():             "the only manager holds its lease",
 	gen.LeaderMultiple.FullName():            "a single manager runs",
 	gen.AuditExporterNotReceiving.FullName(): "kube-apiserver posts a batch every second",

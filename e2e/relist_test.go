@@ -148,6 +148,13 @@ func relistRules(t *testing.T) string {
 	t.Helper()
 	cfg := gen.Default()
 	cfg.Selectors.Exporter = `job="` + exporterJob + `"`
+	return shortRules(t, cfg)
+}
+
+// shortRules writes the rule file generated from cfg with every alert's `for` at 20s and rules
+// evaluated every 2s, and returns its path.
+func shortRules(t *testing.T, cfg gen.Config) string {
+	t.Helper()
 	cfg.RuleInterval = gen.Duration(2 * time.Second)
 	cfg.Alerts.SetFor(20 * time.Second)
 	m, err := gen.Build(cfg)

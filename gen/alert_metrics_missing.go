@@ -1,6 +1,10 @@
 package gen
 
-import "time"
+import (
+	"time"
+
+	"github.com/loopwatch/loopwatch/catalogue"
+)
 
 // controllerStarted is the series that says a controller-runtime controller has started in a
 // process: controller-runtime sets it, one series per controller, when the controller starts
@@ -168,6 +172,53 @@ var recControllerJobSeen = &Recording{
 				At:     3 * time.Hour,
 				Series: []*Series{Gauge(controllerStarted, l.With("controller", "backup"), 1).Until(stop)},
 				Want:   []Sample{{job, lastSeen.Seconds()}},
+			},
+		}
+	},
+}
+
+// reconcileTime is controller-runtime's reconcile-time histogram, which it exposes both classic
+// and native (kubernetes-sigs/controller-runtime#2960, v0.19); so are the workqueue's.
+var reconcileTime = catalogue.ControllerRuntimeReconcileTimeSeconds.Name
+
+// ClassicHistogramsMissing fires when Prometheus keeps a controller's histograms only as native
+// histograms: scraped with scrape_native_histograms (or converted with
+// convert_classic_histograms_to_nhcb) and without always_scrape_classic_histograms, a histogram
+// is stored as one series under its base name and its _bucket, _count and _sum series are not
+// ingested. Every rule that reads them is then empty for the job, and the alerts on reconcile
+// latency, queue wait and queue backlog cannot fire. The reconcile-time histogram stands for all of
+// them: the setting is the scrape job's.
+var ClassicHistogramsMissing = &Alert{
+	Key: "classicHistogramsMissing", Name: "ClassicHistogramsMissing",
+	Severity: SeverityWarning, For: 15 * time.Minute,
+	Level: levelJob,
+	Expr: func(e *exprEnv) string {
+		s := e.Selector("controller")
+		return lines(
+			countBy(levelJob, sel(reconcileTime, s)),
+			"unless on ("+levelJob.by()+")",
+			countBy(levelJob, sel(reconcileTime+"_count", s)))
+	},
+	Summary:     "Prometheus keeps a controller's histograms only as native histograms.",
+	Description: "Prometheus stores the reconcile-time histogram of job {{ $labels.namespace }}/{{ $labels.job }} only as a native histogram, without its _bucket, _count and _sum series: reconcile latency, queue wait and queue backlog cannot be measured or alerted on for its controllers. Scrape the job with always_scrape_classic_histograms: true (scrapeClassicHistograms on a ServiceMonitor).",
+	Panel:       PanelRef{"controller", "Reconcile latency"},
+	Cases: func(c *caseEnv) []Case {
+		l := c.Controller()
+		native := NativeHistogram(reconcileTime, l, 2)
+		classic := Counter(reconcileTime+"_count", l, 2)
+		return []Case{
+			{
+				Name:   "fires when the reconcile-time histogram is stored only as a native histogram",
+				Series: []*Series{native},
+				Fires:  &Firing{At: 0, Labels: c.Instance(l), Value: Constant(1)},
+			},
+			{
+				Name:   "stays silent when the classic series are kept beside the native histogram",
+				Series: []*Series{native, classic},
+			},
+			{
+				Name:   "stays silent when the histogram is scraped classic only",
+				Series: []*Series{classic, Counter(reconcileTime+"_bucket", l.With("le", "+Inf"), 2)},
 			},
 		}
 	},

@@ -36,6 +36,7 @@ const (
 	groupReconcileAlerts     = "loopwatch.controller.reconcile.alerts"
 	groupAPIAlerts           = "loopwatch.controller.api.alerts"
 	groupSetupAlerts         = "loopwatch.controller.setup.alerts"
+	groupHistogramAlerts     = "loopwatch.controller.histograms.alerts"
 	groupTargetRules         = "loopwatch.controller.target.rules"
 	groupTargetAlerts        = "loopwatch.controller.target.alerts"
 	groupLeaderRules         = "loopwatch.leader-election.rules"

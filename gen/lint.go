@@ -49,7 +49,8 @@ var histogramSuffixes = []string{"_bucket", "_count", "_sum"}
 
 // family returns the catalogue entry a series name belongs to.
 func (c *ExprChecker) family(name string) (catalogue.Metric, bool) {
-	if m, ok := c.Known[name]; ok && m.Type != catalogue.Histogram {
+	if m, ok := c.Known[name]; ok {
+		// A histogram's own name selects it where Prometheus stores it as a native histogram.
 		return m, true
 	}
 	for _, s := range histogramSuffixes {
@@ -62,11 +63,11 @@ func (c *ExprChecker) family(name string) (catalogue.Metric, bool) {
 	return catalogue.Metric{}, false
 }
 
-// Check parses expr and reports every problem. requireCluster is set for a rule's expression: it
-// asks that every aggregation with a `by` clause keeps the cluster label (dashboard queries
-// aggregate per panel and need not), and refuses scalar(), whose NaN a rule would record (a
-// panel only shows it).
-func (c *ExprChecker) Check(expr string, requireCluster bool) error {
+// Check parses expr and reports every problem. inRule is set for a rule's expression, as opposed
+// to a dashboard panel's: it asks that every aggregation with a `by` clause keeps the cluster
+// label (a panel aggregates for its view and need not), and refuses scalar(), whose NaN a rule
+// would record (a panel only shows it).
+func (c *ExprChecker) Check(expr string, inRule bool) error {
 	e, err := promqlParser.ParseExpr(expr)
 	if err != nil {
 		return fmt.Errorf("parse: %w", err)
@@ -81,7 +82,7 @@ func (c *ExprChecker) Check(expr string, requireCluster bool) error {
 				errs = append(errs, fmt.Errorf("metric %q is not in the catalogue of known metrics", n.Name))
 			}
 		case *parser.Call:
-			if requireCluster && n.Func.Name == "scalar" {
+			if inRule && n.Func.Name == "scalar" {
 				errs = append(errs, errors.New("scalar() is NaN where its argument has no series, and a NaN a rule records stays in every range read over it; divide by a one-series vector with on () group_left () instead"))
 			}
 			if !slices.Contains(counterFuncs, n.Func.Name) {
@@ -104,7 +105,7 @@ func (c *ExprChecker) Check(expr string, requireCluster bool) error {
 			if n.Without {
 				errs = append(errs, fmt.Errorf("%s without (...): aggregate with by (...) so the kept labels are explicit", n.Op))
 			}
-			if requireCluster && len(n.Grouping) > 0 && !slices.Contains(n.Grouping, c.ClusterLabel) {
+			if inRule && len(n.Grouping) > 0 && !slices.Contains(n.Grouping, c.ClusterLabel) {
 				errs = append(errs, fmt.Errorf("%s by (%s) drops the cluster label %q", n.Op, strings.Join(n.Grouping, ", "), c.ClusterLabel))
 			}
 		}

@@ -70,8 +70,12 @@ type Series struct {
 	segs   []segment2
 	// counter series are rendered from an offset above zero (see counterStart).
 	counter bool
-	from    time.Duration
-	until   time.Duration // 0: until the end of the case
+	// native series are native histograms: each value v is rendered as a histogram of count v
+	// (every observation in one bucket), as Prometheus stores a histogram it scrapes with
+	// scrape_native_histograms (or converts with convert_classic_histograms_to_nhcb).
+	native bool
+	from   time.Duration
+	until  time.Duration // 0: until the end of the case
 }
 
 // segment2 is one linear piece of a series: from At on, the value is Value + PerSample·k for the
@@ -90,6 +94,14 @@ func Gauge(metric string, l Labels, v float64) *Series {
 // Counter is a counter growing by perSecond from the start.
 func Counter(metric string, l Labels, perSecond float64) *Series {
 	return &Series{Metric: metric, Labels: l, counter: true, segs: []segment2{{PerSample: perSecond * sampleInterval.Seconds()}}}
+}
+
+// NativeHistogram is a native histogram whose count grows by perSecond from the start: the one
+// series Prometheus keeps for a histogram it ingests as native, without _bucket, _count and _sum.
+func NativeHistogram(metric string, l Labels, perSecond float64) *Series {
+	s := Counter(metric, l, perSecond)
+	s.native = true
+	return s
 }
 
 // Set makes a gauge hold v from at on.
@@ -169,13 +181,17 @@ func (s *Series) values(end time.Duration) string {
 		}
 		n := samples(stop - start)
 		v := offset + g.Value + g.PerSample*float64(samples(start-g.At))
+		format := formatValue
+		if s.native {
+			format = nativeHistogramValue
+		}
 		switch {
 		case g.PerSample == 0:
-			out = append(out, fmt.Sprintf("%sx%d", formatValue(v), n))
+			out = append(out, fmt.Sprintf("%sx%d", format(v), n))
 		case g.PerSample > 0:
-			out = append(out, fmt.Sprintf("%s+%sx%d", formatValue(v), formatValue(g.PerSample), n))
+			out = append(out, fmt.Sprintf("%s+%sx%d", format(v), format(g.PerSample), n))
 		default:
-			out = append(out, fmt.Sprintf("%s-%sx%d", formatValue(v), formatValue(-g.PerSample), n))
+			out = append(out, fmt.Sprintf("%s-%sx%d", format(v), format(-g.PerSample), n))
 		}
 	}
 	if s.until > 0 && s.until <= end {
@@ -186,6 +202,13 @@ func (s *Series) values(end time.Duration) string {
 
 // formatValue writes a sample value the way promtool's series notation reads it.
 func formatValue(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// nativeHistogramValue writes a native histogram of count v, its observations all of 1 (the
+// bucket (0.5, 1] at schema 0), in promtool's series notation.
+func nativeHistogramValue(v float64) string {
+	n := formatValue(v)
+	return "{{schema:0 sum:" + n + " count:" + n + " buckets:[" + n + "]}}"
+}
 
 // rampRate is what rate(c[window]) reads at sample time t when counter c, sampled every
 // sampleInterval, grows by before per second until step and by after from then on: Prometheus

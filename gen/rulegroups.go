@@ -85,6 +85,7 @@ func ruleGroups() []ruleGroup {
 		{Name: groupReconcileAlerts, On: controller, Alerts: []*Alert{ReconcileErrors, ReconcilePanics, FinalizerStuck}},
 		{Name: groupAPIAlerts, On: controller, Alerts: []*Alert{PatchRateHigh, HotLoop, APICallsPerReconcileHigh}},
 		{Name: groupSetupAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{WorkqueueMetricsMissing}},
+		{Name: groupHistogramAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{ClassicHistogramsMissing}},
 		{Name: groupTargetAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{ControllerMetricsMissing}},
 		{Name: groupLeaderAlerts, On: leaderElection, Alerts: []*Alert{LeaderMissing}},
 		{Name: groupLeaderMultiple, On: leaderElection, Alerts: []*Alert{LeaderMultiple}},

@@ -166,6 +166,23 @@
         ],
       },
       {
+        name: "loopwatch.controller.histograms.alerts",
+        interval: "5m",
+        rules: [
+          {
+            alert: "LoopwatchClassicHistogramsMissing",
+            expr: "count by (%(clusterLabel)s, namespace, job) (controller_runtime_reconcile_time_seconds{%(controllerSelector)s})\nunless on (%(clusterLabel)s, namespace, job)\ncount by (%(clusterLabel)s, namespace, job) (controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s})" % $._config,
+            [if "%(classicHistogramsMissingFor)s" % $._config != '0s' then 'for']: "%(classicHistogramsMissingFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "Prometheus stores the reconcile-time histogram of job {{ $labels.namespace }}/{{ $labels.job }} only as a native histogram, without its _bucket, _count and _sum series: reconcile latency, queue wait and queue backlog cannot be measured or alerted on for its controllers. Scrape the job with always_scrape_classic_histograms: true (scrapeClassicHistograms on a ServiceMonitor).",
+              runbook_url: "%(runbookBaseURL)sLoopwatchClassicHistogramsMissing.md" % $._config,
+              summary: "Prometheus keeps a controller's histograms only as native histograms.",
+            },
+          },
+        ],
+      },
+      {
         name: "loopwatch.controller.target.alerts",
         interval: "5m",
         rules: [

@@ -16,6 +16,7 @@
     auditDashboardUID: "loopwatch-audit",
     auditWebhookErrorsFor: "5m",
     auditWebhookErrorsThreshold: 0,
+    classicHistogramsMissingFor: "15m",
     clusterLabel: "cluster",
     conflictStormFor: "10m",
     conflictStormThreshold: 1,

@@ -894,7 +894,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "Alerts: LoopwatchReconcileSlow.",
+          "description": "Alerts: LoopwatchReconcileSlow, LoopwatchClassicHistogramsMissing.",
           "editable": false,
           "error": false,
           "gridPos": {

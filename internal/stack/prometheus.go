@@ -66,7 +66,26 @@ type ScrapeTarget struct {
 	TLS *TLSFiles
 	// BearerTokenFile holds a token sent as "Authorization: Bearer".
 	BearerTokenFile string
+	// Histograms is how Prometheus stores the targets' histograms; default HistogramsClassic.
+	Histograms HistogramIngestion
 }
+
+// HistogramIngestion is a scrape configuration's choice of which series Prometheus stores for a
+// histogram that a target exposes both classic and native, as controller-runtime does.
+type HistogramIngestion string
+
+const (
+	// HistogramsClassic stores the classic _bucket, _count and _sum series, and the native
+	// histogram too if one is ever scraped (always_scrape_classic_histograms).
+	HistogramsClassic HistogramIngestion = ""
+	// HistogramsNativeOnly stores the native histogram only (scrape_native_histograms without
+	// always_scrape_classic_histograms).
+	HistogramsNativeOnly HistogramIngestion = "native-only"
+	// HistogramsNHCBOnly converts the classic histogram into a native histogram with custom
+	// buckets and stores only that (convert_classic_histograms_to_nhcb without
+	// always_scrape_classic_histograms).
+	HistogramsNHCBOnly HistogramIngestion = "nhcb-only"
+)
 
 // TLSFiles are the files of a scrape job's TLS client configuration.
 type TLSFiles struct {
@@ -205,6 +224,8 @@ func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
 		Scheme                        string         `json:"scheme,omitempty"`
 		MetricsPath                   string         `json:"metrics_path,omitempty"`
 		AlwaysScrapeClassicHistograms bool           `json:"always_scrape_classic_histograms"`
+		ScrapeNativeHistograms        bool           `json:"scrape_native_histograms,omitempty"`
+		ConvertClassicToNHCB          bool           `json:"convert_classic_histograms_to_nhcb,omitempty"`
 		TLSConfig                     *tlsConfig     `json:"tls_config,omitempty"`
 		Authorization                 *authorization `json:"authorization,omitempty"`
 		StaticConfigs                 []staticConfig `json:"static_configs"`
@@ -243,8 +264,8 @@ func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
 		// static_configs of one scrape config: Prometheus rejects a job name used twice.
 		if i, ok := jobs[t.Job]; ok {
 			sc := &c.ScrapeConfigs[i]
-			if sc.Scheme != t.Scheme || sc.MetricsPath != t.MetricsPath || t.TLS != nil || t.BearerTokenFile != "" || sc.TLSConfig != nil || sc.Authorization != nil {
-				return nil, fmt.Errorf("scrape target %q: listed twice with TLS, auth or scheme settings; merge the addresses", t.Job)
+			if sc.Scheme != t.Scheme || sc.MetricsPath != t.MetricsPath || t.Histograms != HistogramsClassic || t.TLS != nil || t.BearerTokenFile != "" || sc.TLSConfig != nil || sc.Authorization != nil {
+				return nil, fmt.Errorf("scrape target %q: listed twice with TLS, auth, scheme or histogram settings; merge the addresses", t.Job)
 			}
 			sc.StaticConfigs = append(sc.StaticConfigs, staticConfig{Targets: t.Addresses, Labels: t.Labels})
 			continue
@@ -254,8 +275,15 @@ func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
 			JobName:                       t.Job,
 			Scheme:                        t.Scheme,
 			MetricsPath:                   t.MetricsPath,
-			AlwaysScrapeClassicHistograms: true,
+			AlwaysScrapeClassicHistograms: t.Histograms == HistogramsClassic,
+			ScrapeNativeHistograms:        t.Histograms == HistogramsNativeOnly,
+			ConvertClassicToNHCB:          t.Histograms == HistogramsNHCBOnly,
 			StaticConfigs:                 []staticConfig{{Targets: t.Addresses, Labels: t.Labels}},
+		}
+		switch t.Histograms {
+		case HistogramsClassic, HistogramsNativeOnly, HistogramsNHCBOnly:
+		default:
+			return nil, fmt.Errorf("scrape target %q: unknown histogram ingestion %q", t.Job, t.Histograms)
 		}
 		if t.TLS != nil {
 			sc.TLSConfig = &tlsConfig{CAFile: t.TLS.CAFile, CertFile: t.TLS.CertFile, KeyFile: t.TLS.KeyFile, InsecureSkipVerify: t.TLS.InsecureSkipVerify}

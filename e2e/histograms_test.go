@@ -1,0 +1,181 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/loopwatch/loopwatch/gen"
+	"github.com/loopwatch/loopwatch/internal/stack"
+)
+
+// TestClassicHistogramsMissingOnRealScrapes: a controller of the pinned controller-runtime
+// reconciles in this process (fed by a source of its own: no API server is needed for its
+// metrics), and the real Prometheus scrapes its metrics endpoint as three jobs, one per way of
+// storing histograms: classic (the default), native only (scrape_native_histograms) and converted
+// to native histograms with custom buckets only (convert_classic_histograms_to_nhcb). The classic
+// series that loopwatch's latency and queue rules read exist for the classic job alone, and the
+// generated LoopwatchClassicHistogramsMissing fires for the two others and never for it.
+func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Prometheus")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	const name = "histogram-probe"
+	reconcileForever(ctx, t, name)
+	addr := serveControllerRuntimeMetrics(t)
+
+	const classic, native, nhcb = "probe-classic", "probe-native", "probe-nhcb"
+	prom, err := stack.StartPrometheus(ctx, stack.PrometheusOptions{
+		RuleFiles: []string{shortRules(t, gen.Default())},
+		Targets: []stack.ScrapeTarget{
+			{Job: classic, Addresses: []string{addr}},
+			{Job: native, Addresses: []string{addr}, Histograms: stack.HistogramsNativeOnly},
+			{Job: nhcb, Addresses: []string{addr}, Histograms: stack.HistogramsNHCBOnly},
+		},
+		OneEvaluationInterval: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := prom.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	alert := gen.ClassicHistogramsMissing.FullName()
+	for _, job := range []string{native, nhcb} {
+		a, err := prom.WaitForAlert(ctx, alert, map[string]string{"job": job})
+		if err != nil {
+			t.Fatalf("%s for job %s: %v", alert, job, err)
+		}
+		t.Logf("%s fires for job %s: %s", alert, job, a.Annotations["description"])
+	}
+
+	// Only the classic job has the series the latency and queue rules read; only the other two
+	// have the histogram under its own name.
+	sel := `{controller="` + name + `"}`
+	for series, want := range map[string][]string{
+		"controller_runtime_reconcile_time_seconds_count" + sel:  {classic},
+		"controller_runtime_reconcile_time_seconds_bucket" + sel: {classic},
+		"workqueue_queue_duration_seconds_count" + sel:           {classic},
+		"controller_runtime_reconcile_time_seconds" + sel:        {native, nhcb},
+	} {
+		v, err := prom.Query(ctx, "count by (job) ("+series+")")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, s := range v {
+			got[string(s.Metric["job"])] = true
+		}
+		for _, job := range []string{classic, native, nhcb} {
+			if got[job] != slices.Contains(want, job) {
+				t.Errorf("%s: job %s has it: %v, want %v", series, job, got[job], slices.Contains(want, job))
+			}
+		}
+	}
+
+	alerts, err := prom.API().Alerts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range alerts.Alerts {
+		if string(a.Labels[model.AlertNameLabel]) == alert && string(a.Labels["job"]) == classic {
+			t.Errorf("%s is %s for the classic job, whose classic series exist", alert, a.State)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	if n := countAlerts(alerts.Alerts, alert); n != 2 {
+		t.Errorf("%s has %d instances, want 2 (one per native-only job)", alert, n)
+	}
+}
+
+// reconcileForever runs a controller-runtime controller named name until ctx ends, fed five
+// requests every 100ms, each reconciled in about 2ms.
+func reconcileForever(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	c, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
+		Reconciler: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			time.Sleep(2 * time.Millisecond)
+			return reconcile.Result{}, nil
+		}),
+		SkipNameValidation: ptr.To(true),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	feed := source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		go func() {
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+					for i := range 5 {
+						q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: fmt.Sprint("object-", i)}})
+					}
+				}
+			}
+		}()
+		return nil
+	})
+	if err := c.Watch(feed); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() {
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("controller %s: %v", name, err)
+		}
+	})
+}
+
+// serveControllerRuntimeMetrics serves controller-runtime's registry, the one its controllers
+// record into, as a manager's metrics endpoint does (text, or protobuf with native histograms when
+// the scraper asks for it), and returns its address.
+func serveControllerRuntimeMetrics(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return l.Addr().String()
+}
+
+func countAlerts(alerts []promv1.Alert, name string) int {
+	n := 0
+	for _, a := range alerts {
+		if string(a.Labels[model.AlertNameLabel]) == name {
+			n++
+		}
+	}
+	return n
+}
