@@ -178,7 +178,8 @@ var recControllerJobSeen = &Recording{
 }
 
 // reconcileTime is controller-runtime's reconcile-time histogram, which it exposes both classic
-// and native (kubernetes-sigs/controller-runtime#2960, v0.19); so are the workqueue's.
+// and native (its NativeHistogramBucketFactor is set in the pinned version's
+// pkg/internal/controller/metrics); so are the workqueue's.
 var reconcileTime = catalogue.ControllerRuntimeReconcileTimeSeconds.Name
 
 // ClassicHistogramsMissing fires when Prometheus keeps a controller's histograms only as native

@@ -264,7 +264,7 @@ func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
 		// static_configs of one scrape config: Prometheus rejects a job name used twice.
 		if i, ok := jobs[t.Job]; ok {
 			sc := &c.ScrapeConfigs[i]
-			if sc.Scheme != t.Scheme || sc.MetricsPath != t.MetricsPath || t.Histograms != HistogramsClassic || t.TLS != nil || t.BearerTokenFile != "" || sc.TLSConfig != nil || sc.Authorization != nil {
+			if sc.Scheme != t.Scheme || sc.MetricsPath != t.MetricsPath || t.Histograms != HistogramsClassic || sc.ScrapeNativeHistograms || sc.ConvertClassicToNHCB || t.TLS != nil || t.BearerTokenFile != "" || sc.TLSConfig != nil || sc.Authorization != nil {
 				return nil, fmt.Errorf("scrape target %q: listed twice with TLS, auth, scheme or histogram settings; merge the addresses", t.Job)
 			}
 			sc.StaticConfigs = append(sc.StaticConfigs, staticConfig{Targets: t.Addresses, Labels: t.Labels})
