@@ -60,9 +60,9 @@ unit: lint ## The fast loop: gofmt, go vet and every Go test that needs no real 
 	$(GO) test -short -count=1 ./...
 
 .PHONY: test
-# The scenes of the e2e matrix CI runs (about 6 minutes): the healthy one, and the incidents only
+# The scenes of the e2e matrix CI runs (about 7 minutes): the healthy one, and the incidents only
 # the audit path shows or no other test on real components covers. `make e2e` runs them all.
-CI_SCENES ?= healthy,write-fight,replica-race,relist-storm,error-storm,leader-lost
+CI_SCENES ?= healthy,write-fight,replica-race,relist-storm,error-storm,leader-lost,unserved-metrics
 
 test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz, the e2e matrix's CI scenes.
 	$(GO) test -count=1 -timeout 40m ./...

@@ -136,6 +136,11 @@ const (
 // jobSeenName is recControllerJobSeen's series, which its own expression reads.
 var jobSeenName = levelScrapeJob.record(controllerStarted, "last_seen_timestamp")
 
+// JobSeenSeries is the name of the recorded series that remembers, per scrape job, when its
+// targets last exported controller-runtime controller metrics: ControllerMetricsMissing fires
+// only for a job that has one.
+func JobSeenSeries() string { return jobSeenName }
+
 // recControllerJobSeen is, per scrape job, the last time one of its targets exported
 // controller-runtime controller metrics. It reads its own last value when they are gone, so it
 // remembers a job without reading days of samples, and drops it after rememberDays: a job that is

@@ -11,10 +11,12 @@ import (
 )
 
 // Diagnosis is what `loopwatch diagnose` must conclude about a scene: the most likely cause it
-// names first for the operator's controller, or, for a healthy scene (Cause nil), that every
-// controller is healthy.
+// names first for the operator's controller, or, for a cause no controller carries (Controller
+// empty), that it lists the cause among its unattributed findings, or, for a healthy scene (Cause
+// nil), that every controller is healthy.
 type Diagnosis struct {
-	// Controller is the controller whose first cause is checked (the controller label).
+	// Controller is the controller whose first cause is checked (the controller label); empty
+	// for a cause diagnose ties to no controller.
 	Controller string
 	// Cause is the alert diagnose must name first; nil: every controller must be healthy.
 	Cause *gen.Alert
@@ -70,6 +72,9 @@ func (s *Scene) judge(ctx context.Context, want Diagnosis) Diagnosed {
 		}
 		return Diagnosed{Said: strings.Join(verdicts, ", "), Report: reportText(r)}
 	}
+	if want.Controller == "" {
+		return judgeUnattributed(r, want.Cause)
+	}
 	c, ok := r.Find(s.Namespace, operatorJob, want.Controller)
 	if !ok {
 		return Diagnosed{Err: fmt.Errorf("diagnose found no controller %s of %s/%s", want.Controller, s.Namespace, operatorJob)}
@@ -80,6 +85,25 @@ func (s *Scene) judge(ctx context.Context, want Diagnosis) Diagnosed {
 	}
 	d := Diagnosed{Said: said, Right: said == want.Cause.FullName()}
 	if !d.Right {
+		d.Report = reportText(r)
+	}
+	return d
+}
+
+// judgeUnattributed checks that diagnose lists cause among the findings it ties to no controller
+// (a target that exports no controller metrics has no controller to tie it to).
+func judgeUnattributed(r diagnose.Report, cause *gen.Alert) Diagnosed {
+	var said []string
+	right := false
+	for _, c := range r.Unattributed {
+		said = append(said, c.Alert)
+		right = right || c.Alert == cause.FullName()
+	}
+	d := Diagnosed{Said: "unattributed: " + strings.Join(said, ", "), Right: right}
+	if len(said) == 0 {
+		d.Said = "no unattributed finding"
+	}
+	if !right {
 		d.Report = reportText(r)
 	}
 	return d

@@ -71,7 +71,8 @@ var Healthy = Incident{
 }
 
 // Incidents returns the incidents of the matrix: the thirteen of the issue, then those produced
-// another way (two leaders, flapping, relists of a LIST client).
+// another way (two leaders, flapping, relists of a LIST client), then a rollout whose new build
+// exports no controller metrics.
 func Incidents() []Incident {
 	return []Incident{
 		{
@@ -224,6 +225,15 @@ func Incidents() []Incident {
 			Expect:    []*gen.Alert{gen.RelistStorm},
 			Operator:  Operator{Flags: []string{"--fault-relist-every=20ms", "--kube-api-qps=200", "--kube-api-burst=400"}, Env: []string{"KUBE_FEATURE_WatchListClient=false"}},
 		},
+		{
+			Name:      "unserved-metrics",
+			Diagnosis: &Diagnosis{Cause: gen.ControllerMetricsMissing},
+			What:      "a rollout replaces the operator with a build whose metrics endpoint serves a registry of its own, Go and process metrics only (--fault-metrics-own-registry): the new pod is up and leads, and none of its controllers' metrics reach Prometheus",
+			Expect:    []*gen.Alert{gen.ControllerMetricsMissing},
+			Operator:  Operator{Pods: 1},
+			Before:    create(few),
+			Inject:    rollOutOwnRegistry,
+		},
 	}
 }
 
@@ -240,6 +250,26 @@ func Scenario(name string) (Incident, error) {
 		names = append(names, inc.Name)
 	}
 	return Incident{}, fmt.Errorf("no scenario %q (scenarios: %v)", name, names)
+}
+
+// rollOutOwnRegistry waits until the rules have recorded that the operator's job exports
+// controller metrics, then rolls the operator out as a Deployment does: the new replica, with
+// --fault-metrics-own-registry, starts and is up before the old one stops and hands it the lease.
+func rollOutOwnRegistry(ctx context.Context, s *Scene) error {
+	seen := gen.JobSeenSeries() + `{job="` + operatorJob + `"}`
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if _, err := s.Prometheus().WaitForQuery(wctx, seen); err != nil {
+		return err
+	}
+	if err := s.StartPod(1, "--fault-metrics-own-registry"); err != nil {
+		return err
+	}
+	if err := s.WaitPodUp(ctx, 1); err != nil {
+		return err
+	}
+	s.StopPod(0)
+	return nil
 }
 
 // create returns a Before that creates the sets of Backups.

@@ -89,6 +89,10 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 	}
 
 	metricsOpts := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.Faults.MetricsOwnRegistry {
+		// The fault's server takes the address (added below).
+		metricsOpts.BindAddress = "0"
+	}
 	if !o.MetricsInsecure {
 		metricsOpts.SecureServing = true
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
@@ -179,6 +183,12 @@ func New(cfg *rest.Config, o Options) (*Operator, error) {
 	})
 	if err := sr.SetupWithManager(mgr, copts); err != nil {
 		return nil, err
+	}
+
+	if o.Faults.MetricsOwnRegistry {
+		if err := mgr.Add(faults.OwnRegistryMetrics{Addr: o.MetricsAddr}); err != nil {
+			return nil, fmt.Errorf("add own-registry metrics: %w", err)
+		}
 	}
 
 	orphans := &controller.OrphanCollector{Reader: mgr.GetCache(), Stores: stores, Interval: o.OrphanInterval}

@@ -158,6 +158,14 @@ func (o Options) Validate() error {
 	if o.FightAs != "" && !o.Faults.Fight {
 		bad("fault-fight-as", "names the second writer of --fault-fight, which is off")
 	}
+	if o.Faults.MetricsOwnRegistry {
+		if !o.MetricsInsecure {
+			bad("fault-metrics-own-registry", "serves plain HTTP: it needs --metrics-insecure")
+		}
+		if o.MetricsAddr == "" || o.MetricsAddr == "0" {
+			bad("fault-metrics-own-registry", "replaces the metrics endpoint, which --metrics-bind-address turns off")
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -209,6 +217,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Faults.LeaseUnreachableAfter, "fault-lease-unreachable-after", o.Faults.LeaseUnreachableAfter, "FAULT: the leader elector's requests fail from this long after the start (no replica can hold the lease).")
 	fs.DurationVar(&o.Faults.LeaseLostAfter, "fault-lease-lost-after", o.Faults.LeaseLostAfter, "FAULT: the leader elector's requests fail once this process has led this long (it loses the lease and exits).")
 	fs.BoolVar(&o.Faults.WorkqueueMetricsUnregistered, "fault-workqueue-metrics-unregistered", o.Faults.WorkqueueMetricsUnregistered, "FAULT: the Backup controller's work queue metrics go to a registry nobody serves.")
+	fs.BoolVar(&o.Faults.MetricsOwnRegistry, "fault-metrics-own-registry", o.Faults.MetricsOwnRegistry, "FAULT: the metrics endpoint serves a registry of its own (Go and process metrics) instead of controller-runtime's, so no controller metric is exported. Needs --metrics-insecure.")
 }
 
 // float32Value is a flag.Value for a float32.

@@ -29,6 +29,8 @@ func TestFlagsSetOptions(t *testing.T) {
 		{name: "sets the mass update period", args: []string{"--fault-mass-update-every=2m"}, check: func(o Options) bool { return o.Faults.MassUpdateEvery == 2*time.Minute }},
 		{name: "turns on the failing store", args: []string{"--fault-failing-store"}, check: func(o Options) bool { return o.Faults.FailingStore }},
 		{name: "serves plain metrics on request", args: []string{"--metrics-insecure"}, check: func(o Options) bool { return o.MetricsInsecure }},
+		{name: "serves metrics from a registry of its own", args: []string{"--fault-metrics-own-registry", "--metrics-insecure"},
+			check: func(o Options) bool { return o.Faults.MetricsOwnRegistry && o.MetricsInsecure }},
 		{name: "sets the client rate limit and workers", args: []string{"--kube-api-qps=12.5", "--kube-api-burst=30", "--max-concurrent-reconciles=9"},
 			check: func(o Options) bool { return o.KubeQPS == 12.5 && o.KubeBurst == 30 && o.MaxConcurrentReconciles == 9 }},
 		{name: "collects watched namespaces", args: []string{"--namespace=a", "--namespace=b"},
@@ -72,6 +74,7 @@ func TestValidateReportsEveryProblemWithItsFlag(t *testing.T) {
 		"--store-delete-timeout=-1s", "--max-concurrent-reconciles=-2", "--kube-api-qps=-5",
 		"--leader-election-lease-duration=10s", "--leader-election-renew-deadline=10s",
 		"--fault-fight-as=system:serviceaccount:x:y",
+		"--fault-metrics-own-registry", "--metrics-bind-address=0",
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +88,15 @@ func TestValidateReportsEveryProblemWithItsFlag(t *testing.T) {
 		"--kube-api-qps: must not be negative, got -5",
 		"--leader-election-lease-duration: must be longer than the renew deadline (10s), got 10s",
 		"--fault-fight-as: names the second writer of --fault-fight, which is off",
+		"--fault-metrics-own-registry: serves plain HTTP: it needs --metrics-insecure",
+		"--fault-metrics-own-registry: replaces the metrics endpoint, which --metrics-bind-address turns off",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q missing from:\n%v", want, err)
 		}
 	}
-	if n := strings.Count(err.Error(), "\n") + 1; n != 5 {
-		t.Errorf("%d problems reported, want 5:\n%v", n, err)
+	if n := strings.Count(err.Error(), "\n") + 1; n != 7 {
+		t.Errorf("%d problems reported, want 7:\n%v", n, err)
 	}
 }
 

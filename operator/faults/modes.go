@@ -68,6 +68,11 @@ type Modes struct {
 	// whose metrics go to a registry nobody serves, as when another workqueue
 	// metrics provider was registered before controller-runtime's.
 	WorkqueueMetricsUnregistered bool
+	// MetricsOwnRegistry serves the metrics endpoint from a registry of its
+	// own (Go and process metrics only) instead of controller-runtime's: the
+	// target is up, and every controller-runtime metric goes to a registry
+	// nobody serves (OwnRegistryMetrics).
+	MetricsOwnRegistry bool
 }
 
 // Annotations the fault modes write. None is written when the modes are off.
