@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	dto "github.com/prometheus/client_model/go"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,15 +17,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/catalogue/cataloguetest"
+	"github.com/loopwatch/loopwatch/internal/crtest"
 )
 
 // notRead are families controller-runtime registers that no rule or dashboard reads, so the
@@ -75,35 +71,24 @@ func runOneReconcile(ctx context.Context, t *testing.T) {
 	t.Helper()
 	done := make(chan struct{})
 	var once sync.Once
-	c, err := controller.NewTypedUnmanaged("catalogue", controller.TypedOptions[reconcile.Request]{
-		SkipNameValidation: ptr.To(true),
-		LogConstructor:     func(*reconcile.Request) logr.Logger { return logr.Discard() },
-		Reconciler: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-			once.Do(func() { close(done) })
-			return reconcile.Result{}, nil
-		}),
+	closeDone := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		once.Do(func() { close(done) })
+		return reconcile.Result{}, nil
 	})
+	ctrlCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	wait, err := crtest.Start(ctrlCtx, "catalogue", closeDone, func(_ context.Context, q crtest.Queue) { q.Add(reconcile.Request{}) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	enqueue := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		q.Add(reconcile.Request{})
-		return nil
-	})
-	if err := c.Watch(enqueue); err != nil {
-		t.Fatal(err)
-	}
-	ctrlCtx, stop := context.WithCancel(ctx)
-	stopped := make(chan error, 1)
-	go func() { stopped <- c.Start(ctrlCtx) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		t.Fatal("the controller did not reconcile its request")
 	}
 	stop()
-	if err := <-stopped; err != nil {
-		t.Fatalf("controller: %v", err)
+	if err := wait(); err != nil {
+		t.Fatal(err)
 	}
 }
 

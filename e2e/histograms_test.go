@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,14 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/loopwatch/loopwatch/gen"
+	"github.com/loopwatch/loopwatch/internal/crtest"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -116,17 +112,11 @@ func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
 // requests every 100ms, each reconciled in about 2ms.
 func reconcileForever(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
-	c, err := controller.NewTypedUnmanaged(name, controller.TypedOptions[reconcile.Request]{
-		Reconciler: reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-			time.Sleep(2 * time.Millisecond)
-			return reconcile.Result{}, nil
-		}),
-		SkipNameValidation: ptr.To(true),
+	slow := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		time.Sleep(2 * time.Millisecond)
+		return reconcile.Result{}, nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	feed := source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	wait, err := crtest.Start(ctx, name, slow, func(ctx context.Context, q crtest.Queue) {
 		go func() {
 			tick := time.NewTicker(100 * time.Millisecond)
 			defer tick.Stop()
@@ -141,16 +131,13 @@ func reconcileForever(ctx context.Context, t *testing.T, name string) {
 				}
 			}
 		}()
-		return nil
 	})
-	if err := c.Watch(feed); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
 	t.Cleanup(func() {
-		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-			t.Errorf("controller %s: %v", name, err)
+		if err := wait(); err != nil {
+			t.Error(err)
 		}
 	})
 }
