@@ -69,6 +69,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.DurationVar(&o.faults.Slow, "fault-slow", 0, "Fault: every reconcile first waits this long, as on a slow external service.")
 	fs.BoolVar(&o.faults.NPlusOne, "fault-n-plus-one", false, "Fault: every reconcile lists and GETs the namespace's objects from the API server.")
 	fs.BoolVar(&o.faults.Errors, "fault-errors", false, "Fault: every reconcile fails, as when a service it depends on is down.")
+	fs.StringVar(&o.faults.Hang, "fault-hang", "", "Fault: reconciles of the object with this name never return, as a call without a timeout (a stuck worker).")
 }
 
 func run() error {

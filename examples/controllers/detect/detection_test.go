@@ -86,6 +86,7 @@ func scenarios() []*scenario {
 	// Reconciles that make 26 calls take a second or more: on a busy machine items can wait
 	// behind them.
 	nPlusOneCompanions := []*gen.Alert{gen.QueueWaitHigh}
+	firstObject := map[string]string{schedulerJob: cronJobName(0), conditionsJob: appConfigName(0)}
 	var out []*scenario
 	for _, job := range []string{schedulerJob, conditionsJob} {
 		out = append(out,
@@ -103,6 +104,10 @@ func scenarios() []*scenario {
 				schedules: []string{"*/2 * * * *", "1-59/2 * * * *"}, expect: gen.APICallsPerReconcileHigh, companions: nPlusOneCompanions},
 			&scenario{job: job, fault: "errors", flags: []string{"--fault-errors"}, objects: 20,
 				expect: gen.ReconcileErrors, companions: errorCompanions},
+			// The first object's reconciles never return: the one worker is held for good and
+			// nothing else of the controller reconciles.
+			&scenario{job: job, fault: "hang", flags: []string{"--fault-hang=" + firstObject[job]}, objects: 20,
+				expect: gen.ProcessorStuck},
 		)
 	}
 	out = append(out, &scenario{job: operatorJob, fault: "hot-loop", flags: []string{"--fault-hot-loop"}, objects: 10,

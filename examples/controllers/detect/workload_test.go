@@ -24,11 +24,15 @@ import (
 // a burst of Job creations and, from the job runner, of Job status changes.
 var everyMinute = []string{"* * * * *"}
 
+// cronJobName and appConfigName name the i-th CronJob and AppConfig of a namespace.
+func cronJobName(i int) string   { return fmt.Sprintf("report-%02d", i) }
+func appConfigName(i int) string { return fmt.Sprintf("app-%02d", i) }
+
 // cronJobs creates n CronJobs with the given schedules in turn.
 func cronJobs(ctx context.Context, c client.Client, namespace string, n int, schedules []string) error {
 	for i := range n {
 		cj := &batchv1ex.CronJob{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("report-%02d", i)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: cronJobName(i)},
 			Spec: batchv1ex.CronJobSpec{
 				Schedule:                   schedules[i%len(schedules)],
 				SuccessfulJobsHistoryLimit: ptr.To[int32](3),
@@ -64,7 +68,7 @@ func appConfigs(ctx context.Context, c client.Client, namespace string, n, confi
 			keys = append(keys, toggledKey)
 		}
 		a := &configv1.AppConfig{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("app-%02d", i)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: appConfigName(i)},
 			Spec:       configv1.AppConfigSpec{ConfigMapName: fmt.Sprintf("settings-%d", i%configMaps), RequiredKeys: keys},
 		}
 		if err := c.Create(ctx, a); err != nil {

@@ -42,10 +42,14 @@ func ForConditions(mgr manager.Manager, m Modes) (Decorator, client.Client) {
 	return Chain(ds...), c
 }
 
-// common are the modes both controllers get the same way, outermost first: a failing dependency
-// is found before the slow call, which comes before the reads.
+// common are the modes both controllers get the same way, outermost first: the call that never
+// returns comes first, a failing dependency is found before the slow call, which comes before
+// the reads.
 func common(mgr manager.Manager, m Modes, newList func() client.ObjectList) []Decorator {
 	var ds []Decorator
+	if m.Hang != "" {
+		ds = append(ds, Hang(m.Hang))
+	}
 	if m.Errors {
 		ds = append(ds, Failing())
 	}

@@ -1,7 +1,7 @@
 // Package faults breaks the example controllers on purpose, from the outside, so that
 // loopwatch's rules can be shown to catch each failure on controllers that loopwatch did not
 // write and does not instrument: reconciler decorators (latency, errors, N+1 reads, a timestamp
-// annotation) and a client wrapper (a condition rewritten on every pass). The controllers in
+// annotation, a call that never returns) and a client wrapper (a condition rewritten on every pass). The controllers in
 // packages scheduler and conditions know nothing of it.
 package faults
 
@@ -22,6 +22,10 @@ type Modes struct {
 	// Errors makes every reconcile fail before it does anything, as it does when a service it
 	// depends on is down.
 	Errors bool
+	// Hang names an object whose reconciles never return (until the process stops), as a call
+	// without a timeout to a service that never answers: the worker that picks it up is held
+	// for good, and with one worker the whole controller stops.
+	Hang string
 }
 
 // nPlusOneFanout caps the GETs of NPlusOne.

@@ -44,6 +44,21 @@ func Slow(d time.Duration) Decorator {
 	}
 }
 
+// Hang blocks every reconcile of the object called name until the reconcile's context ends
+// (the process stops), before anything else: a call without a timeout. Other objects reconcile
+// as before, on the workers left.
+func Hang(name string) Decorator {
+	return func(inner reconcile.Reconciler) reconcile.Reconciler {
+		return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			if req.Name == name {
+				<-ctx.Done()
+				return reconcile.Result{}, ctx.Err()
+			}
+			return inner.Reconcile(ctx, req)
+		})
+	}
+}
+
 // Failing fails every reconcile with ErrDependencyDown; the controller-runtime queue retries
 // each one with its exponential back-off.
 func Failing() Decorator {

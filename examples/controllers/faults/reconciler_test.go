@@ -55,3 +55,39 @@ func TestSlowWaitsAndGivesUpWithItsContext(t *testing.T) {
 		t.Errorf("err %v, want context.Canceled", err)
 	}
 }
+
+func TestHangHoldsOnlyItsObjectUntilTheContextEnds(t *testing.T) {
+	calls := 0
+	inner := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		calls++
+		return reconcile.Result{}, nil
+	})
+	r := Hang("stuck")(inner)
+	other := reconcile.Request{}
+	other.Name = "other"
+	if _, err := r.Reconcile(context.Background(), other); err != nil || calls != 1 {
+		t.Fatalf("another object: err %v, %d calls; want nil and 1", err, calls)
+	}
+	stuck := reconcile.Request{}
+	stuck.Name = "stuck"
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan error, 1)
+	go func() {
+		_, err := r.Reconcile(ctx, stuck)
+		returned <- err
+	}()
+	select {
+	case err := <-returned:
+		t.Fatalf("the stuck object's reconcile returned %v before its context ended", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	cancel()
+	select {
+	case err := <-returned:
+		if !errors.Is(err, context.Canceled) || calls != 1 {
+			t.Errorf("err %v, %d calls; want context.Canceled and the reconciler not called", err, calls)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("still blocked 5s after its context ended")
+	}
+}
