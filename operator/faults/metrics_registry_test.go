@@ -3,7 +3,6 @@ package faults
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,17 +10,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
 // The fault's endpoint answers scrapes (the target is up) with the Go and process metrics, and
 // none of what controller-runtime's registry holds; it stops when its context ends.
 func TestOwnRegistryMetricsServesNoneOfControllerRuntimes(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := stack.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := lis.Addr().String()
-	_ = lis.Close()
 	marker := prometheus.NewCounter(prometheus.CounterOpts{Name: "loopwatch_faults_test_marker_total", Help: "a series of controller-runtime's registry"})
 	if err := crmetrics.Registry.Register(marker); err != nil {
 		t.Fatal(err)
