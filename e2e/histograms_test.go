@@ -23,11 +23,14 @@ import (
 
 // TestClassicHistogramsMissingOnRealScrapes: a controller of the pinned controller-runtime
 // reconciles in this process (fed by a source of its own: no API server is needed for its
-// metrics), and the real Prometheus scrapes its metrics endpoint as three jobs, one per way of
-// storing histograms: classic (the default), native only (scrape_native_histograms) and converted
-// to native histograms with custom buckets only (convert_classic_histograms_to_nhcb). The classic
-// series that loopwatch's latency and queue rules read exist for the classic job alone, and the
-// generated LoopwatchClassicHistogramsMissing fires for the two others and never for it.
+// metrics), its metrics are served on three addresses, and the real Prometheus scrapes each as a
+// job of its own, one per way of storing histograms: classic (the default), native only
+// (scrape_native_histograms) and converted to native histograms with custom buckets only
+// (convert_classic_histograms_to_nhcb). A fourth job scrapes the classic job's address native
+// only, as a second job beside the one the rules read does. The classic series that loopwatch's
+// latency and queue rules read exist for the classic job alone, and the generated
+// LoopwatchClassicHistogramsMissing fires for the native-only and the NHCB-only jobs, and never
+// for the classic job nor for the fourth, whose targets' classic series the classic job keeps.
 func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Prometheus")
@@ -37,15 +40,16 @@ func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
 
 	const name = "histogram-probe"
 	reconcileForever(ctx, t, name)
-	addr := serveControllerRuntimeMetrics(t)
+	classicAddr, nativeAddr, nhcbAddr := serveControllerRuntimeMetrics(t), serveControllerRuntimeMetrics(t), serveControllerRuntimeMetrics(t)
 
-	const classic, native, nhcb = "probe-classic", "probe-native", "probe-nhcb"
+	const classic, native, nhcb, twin = "probe-classic", "probe-native", "probe-nhcb", "probe-classic-native"
 	prom, err := stack.StartPrometheus(ctx, stack.PrometheusOptions{
 		RuleFiles: []string{shortRules(t, gen.Default())},
 		Targets: []stack.ScrapeTarget{
-			{Job: classic, Addresses: []string{addr}},
-			{Job: native, Addresses: []string{addr}, Histograms: stack.HistogramsNativeOnly},
-			{Job: nhcb, Addresses: []string{addr}, Histograms: stack.HistogramsNHCBOnly},
+			{Job: classic, Addresses: []string{classicAddr}},
+			{Job: native, Addresses: []string{nativeAddr}, Histograms: stack.HistogramsNativeOnly},
+			{Job: nhcb, Addresses: []string{nhcbAddr}, Histograms: stack.HistogramsNHCBOnly},
+			{Job: twin, Addresses: []string{classicAddr}, Histograms: stack.HistogramsNativeOnly},
 		},
 		OneEvaluationInterval: true,
 	})
@@ -67,14 +71,14 @@ func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
 		t.Logf("%s fires for job %s: %s", alert, job, a.Annotations["description"])
 	}
 
-	// Only the classic job has the series the latency and queue rules read; only the other two
+	// Only the classic job has the series the latency and queue rules read; only the other three
 	// have the histogram under its own name.
 	sel := `{controller="` + name + `"}`
 	for series, want := range map[string][]string{
 		"controller_runtime_reconcile_time_seconds_count" + sel:  {classic},
 		"controller_runtime_reconcile_time_seconds_bucket" + sel: {classic},
 		"workqueue_queue_duration_seconds_count" + sel:           {classic},
-		"controller_runtime_reconcile_time_seconds" + sel:        {native, nhcb},
+		"controller_runtime_reconcile_time_seconds" + sel:        {native, nhcb, twin},
 	} {
 		v, err := prom.Query(ctx, "count by (job) ("+series+")")
 		if err != nil {
@@ -84,7 +88,7 @@ func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
 		for _, s := range v {
 			got[string(s.Metric["job"])] = true
 		}
-		for _, job := range []string{classic, native, nhcb} {
+		for _, job := range []string{classic, native, nhcb, twin} {
 			if got[job] != slices.Contains(want, job) {
 				t.Errorf("%s: job %s has it: %v, want %v", series, job, got[job], slices.Contains(want, job))
 			}
@@ -96,8 +100,8 @@ func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range alerts.Alerts {
-		if string(a.Labels[model.AlertNameLabel]) == alert && string(a.Labels["job"]) == classic {
-			t.Errorf("%s is %s for the classic job, whose classic series exist", alert, a.State)
+		if job := string(a.Labels["job"]); string(a.Labels[model.AlertNameLabel]) == alert && (job == classic || job == twin) {
+			t.Errorf("%s is %s for job %s, whose targets' classic series exist", alert, a.State, job)
 		}
 	}
 	if t.Failed() {

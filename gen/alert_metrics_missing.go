@@ -193,17 +193,19 @@ var reconcileTime = catalogue.ControllerRuntimeReconcileTimeSeconds.Name
 // is stored as one series under its base name and its _bucket, _count and _sum series are not
 // ingested. Every rule that reads them is then empty for the job, and the alerts on reconcile
 // latency, queue wait and queue backlog cannot fire. The reconcile-time histogram stands for all of
-// them: the setting is the scrape job's.
+// them: the setting is the scrape job's. A target whose classic series another job keeps (a second
+// job that scrapes the same pods native only, beside the one the rules read) is not missing
+// anything, so the classic series are matched per scraped address, whichever job scraped them.
 var ClassicHistogramsMissing = &Alert{
 	Key: "classicHistogramsMissing", Name: "ClassicHistogramsMissing",
 	Severity: SeverityWarning, For: 15 * time.Minute,
 	Level: levelJob,
 	Expr: func(e *exprEnv) string {
 		s := e.Selector("controller")
-		return lines(
-			countBy(levelJob, sel(reconcileTime, s)),
-			"unless on ("+levelJob.by()+")",
-			countBy(levelJob, sel(reconcileTime+"_count", s)))
+		return countBy(levelJob, lines(
+			"\n  "+sel(reconcileTime, s),
+			"  unless on ("+levelEndpoint.by()+")",
+			"  "+sel(reconcileTime+"_count", s)+"\n"))
 	},
 	Summary:     "Prometheus keeps a controller's histograms only as native histograms.",
 	Description: "Prometheus stores the reconcile-time histogram of job {{ $labels.namespace }}/{{ $labels.job }} only as a native histogram, without its _bucket, _count and _sum series: reconcile latency, queue wait and queue backlog cannot be measured or alerted on for its controllers. Scrape the job with always_scrape_classic_histograms: true (scrapeClassicHistograms on a ServiceMonitor).",
@@ -212,6 +214,8 @@ var ClassicHistogramsMissing = &Alert{
 		l := c.Controller()
 		native := NativeHistogram(reconcileTime, l, 2)
 		classic := Counter(reconcileTime+"_count", l, 2)
+		// twin: the same target as scraped by a second job.
+		twin := l.With("job", l["job"]+"-native")
 		return []Case{
 			{
 				Name:   "fires when the reconcile-time histogram is stored only as a native histogram",
@@ -225,6 +229,15 @@ var ClassicHistogramsMissing = &Alert{
 			{
 				Name:   "stays silent when the histogram is scraped classic only",
 				Series: []*Series{classic, Counter(reconcileTime+"_bucket", l.With("le", "+Inf"), 2)},
+			},
+			{
+				Name:   "stays silent for a second job that scrapes the same targets native only, beside a job that keeps their classic series",
+				Series: []*Series{classic, NativeHistogram(reconcileTime, twin, 2)},
+			},
+			{
+				Name:   "fires for a native-only job whose targets no job keeps classic, beside a classic job of other targets",
+				Series: []*Series{classic, NativeHistogram(reconcileTime, otherReplica(twin), 2)},
+				Fires:  &Firing{At: 0, Labels: c.Instance(twin), Value: Constant(1)},
 			},
 		}
 	},

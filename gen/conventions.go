@@ -79,6 +79,8 @@ var (
 	levelJob = level{"cluster_namespace_job", []string{clusterRef, "namespace", "job"}}
 	// levelUp: one scrape target, as `up` labels it.
 	levelUp = level{"cluster_namespace_job_pod_instance", []string{clusterRef, "namespace", "job", "pod", "instance"}}
+	// levelEndpoint: one scraped address, whichever jobs scrape it.
+	levelEndpoint = level{"cluster_instance", []string{clusterRef, "instance"}}
 	// levelScrapeJob: one scrape job, whatever the namespaces of its targets.
 	levelScrapeJob = level{"cluster_job", []string{clusterRef, "job"}}
 	// levelLease: one leader-election lease of one workload.

@@ -171,7 +171,7 @@
         rules: [
           {
             alert: "LoopwatchClassicHistogramsMissing",
-            expr: "count by (%(clusterLabel)s, namespace, job) (controller_runtime_reconcile_time_seconds{%(controllerSelector)s})\nunless on (%(clusterLabel)s, namespace, job)\ncount by (%(clusterLabel)s, namespace, job) (controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s})" % $._config,
+            expr: "count by (%(clusterLabel)s, namespace, job) (\n  controller_runtime_reconcile_time_seconds{%(controllerSelector)s}\n  unless on (%(clusterLabel)s, instance)\n  controller_runtime_reconcile_time_seconds_count{%(controllerSelector)s}\n)" % $._config,
             [if "%(classicHistogramsMissingFor)s" % $._config != '0s' then 'for']: "%(classicHistogramsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
