@@ -20,12 +20,18 @@ type Diagnosis struct {
 	Controller string
 	// Cause is the alert diagnose must name first; nil: every controller must be healthy.
 	Cause *gen.Alert
+	// Pod, for a cause diagnose ties to no controller, is the pod its finding must name (the
+	// pod label of its strongest instance); empty: any.
+	Pod string
 }
 
 // want is the expected conclusion, as the table shows it.
 func (d Diagnosis) want() string {
 	if d.Cause == nil {
 		return string(diagnose.Healthy)
+	}
+	if d.Pod != "" {
+		return d.Cause.FullName() + " (pod " + d.Pod + ")"
 	}
 	return d.Cause.FullName()
 }
@@ -73,7 +79,7 @@ func (s *Scene) judge(ctx context.Context, want Diagnosis) Diagnosed {
 		return Diagnosed{Said: strings.Join(verdicts, ", "), Report: reportText(r)}
 	}
 	if want.Controller == "" {
-		return judgeUnattributed(r, want.Cause)
+		return judgeUnattributed(r, want)
 	}
 	c, ok := r.Find(s.Namespace, operatorJob, want.Controller)
 	if !ok {
@@ -90,14 +96,18 @@ func (s *Scene) judge(ctx context.Context, want Diagnosis) Diagnosed {
 	return d
 }
 
-// judgeUnattributed checks that diagnose lists cause among the findings it ties to no controller
-// (a target that exports no controller metrics has no controller to tie it to).
-func judgeUnattributed(r diagnose.Report, cause *gen.Alert) Diagnosed {
+// judgeUnattributed checks that diagnose lists want's cause among the findings it ties to no
+// controller, naming want's pod when it has one.
+func judgeUnattributed(r diagnose.Report, want Diagnosis) Diagnosed {
 	var said []string
 	right := false
 	for _, c := range r.Unattributed {
-		said = append(said, c.Alert)
-		right = right || c.Alert == cause.FullName()
+		s := c.Alert
+		if pod := c.Labels["pod"]; pod != "" {
+			s += " (pod " + pod + ")"
+		}
+		said = append(said, s)
+		right = right || c.Alert == want.Cause.FullName() && (want.Pod == "" || c.Labels["pod"] == want.Pod)
 	}
 	d := Diagnosed{Said: "unattributed: " + strings.Join(said, ", "), Right: right}
 	if len(said) == 0 {

@@ -227,7 +227,7 @@ func Incidents() []Incident {
 		},
 		{
 			Name:      "unserved-metrics",
-			Diagnosis: &Diagnosis{Cause: gen.ControllerMetricsMissing},
+			Diagnosis: &Diagnosis{Cause: gen.ControllerMetricsMissing, Pod: podName(1)},
 			What:      "a rollout replaces the operator with a build whose metrics endpoint serves a registry of its own, Go and process metrics only (--fault-metrics-own-registry): the new pod is up and leads, and none of its controllers' metrics reach Prometheus",
 			Expect:    []*gen.Alert{gen.ControllerMetricsMissing},
 			Operator:  Operator{Pods: 1},

@@ -225,6 +225,9 @@ func (s *Scene) StopPod(i int) {
 // PodName is the name of replica i.
 func (s *Scene) PodName(i int) string { return s.pods[i].name }
 
+// podName is the name every scene gives its replica i (its pod label).
+func podName(i int) string { return fmt.Sprintf("backup-operator-%d", i) }
+
 var leaderLine = regexp.MustCompile(`(?m)^leader_election_master_status\{[^}]*\} 1$`)
 
 // Leader returns the replica that reports holding the lease now, read from the replicas'

@@ -85,7 +85,7 @@ func (c *Cluster) NewScene(ctx context.Context, name string, opts SceneOptions) 
 		}
 	}
 	for i := range opts.Pods {
-		p, err := s.newPod(ctx, fmt.Sprintf("backup-operator-%d", i))
+		p, err := s.newPod(ctx, podName(i))
 		if err != nil {
 			return s, err
 		}
