@@ -193,6 +193,16 @@ func checks() []*check {
 			next:  "Another workqueue metrics provider was registered before controller-runtime's (client-go's workqueue.SetProvider: the first caller wins). Remove it or let controller-runtime register first; until then queue depth, growth and wait cannot be checked.",
 		},
 		{
+			alert: gen.WorkqueueControllerLabelMissing,
+			signals: []signalSpec{
+				{name: "controllers of the job whose workqueue series lack the controller label", unit: UnitCount},
+			},
+			scope: byWorkload,
+			gap:   true,
+			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:  "The job's controllers are built with controller-runtime v0.18 or older, whose workqueue series carry the queue's name but no controller label. Upgrade controller-runtime to v0.19 or later, or copy name into controller for the job's workqueue_* series in its metric relabeling (the alert's runbook has the rule); until then queue depth, growth, wait and stuck workers cannot be checked.",
+		},
+		{
 			alert: gen.ClassicHistogramsMissing,
 			signals: []signalSpec{
 				{name: "native reconcile-time histograms of the job without classic series", unit: UnitCount},

@@ -13,10 +13,20 @@ import (
 // reconcile_total reads a quarter of the series at the same answer.
 const controllerStarted = "controller_runtime_max_concurrent_reconciles"
 
+// workqueueByName returns the workqueue series of metric chosen by matchers, with their queue's
+// name as their controller label. controller-runtime names a controller's queue after the
+// controller, and labels its workqueue series with that name as `name`, and since v0.19 also as
+// `controller`: up to v0.18 the series have `name` only.
+func workqueueByName(metric string, matchers ...string) string {
+	return `label_replace(` + sel(metric, matchers...) + `, "controller", "$1", "name", "(.+)")`
+}
+
 // WorkqueueMetricsMissing fires when a controller exports controller-runtime's metrics but no
 // workqueue metrics: client-go's workqueue metrics provider is set once, first caller wins, so a
 // library that sets its own provider before controller-runtime silently drops every workqueue_*
-// series.
+// series. Its queue's series are looked up by the queue's name, which every version of
+// controller-runtime sets: series without the controller label (v0.18 and older) are there, and
+// WorkqueueControllerLabelMissing says what they miss.
 var WorkqueueMetricsMissing = &Alert{
 	Key: "workqueueMetricsMissing", Name: "WorkqueueMetricsMissing",
 	Severity: SeverityWarning, For: 15 * time.Minute,
@@ -27,7 +37,7 @@ var WorkqueueMetricsMissing = &Alert{
 		return lines(
 			countBy(l, sel(controllerStarted, s)),
 			"unless on ("+l.by()+")",
-			countBy(l, sel("workqueue_adds_total", s)))
+			countBy(l, workqueueByName("workqueue_adds_total", s)))
 	},
 	Summary:     "A controller exports no workqueue metrics.",
 	Description: "The " + whereTarget + " exports controller-runtime metrics for controller {{ $labels.controller }} but no workqueue_* series: another workqueue metrics provider was registered before controller-runtime's. Queue depth and wait alerts cannot fire for it.",
@@ -47,6 +57,55 @@ var WorkqueueMetricsMissing = &Alert{
 			{
 				Name:   "stays silent when the workqueue series exist",
 				Series: append(reconciles, Counter("workqueue_adds_total", l, 1)),
+			},
+			{
+				Name:   "stays silent when the workqueue series exist without the controller label (controller-runtime v0.18 and older)",
+				Series: append(reconciles, Counter("workqueue_adds_total", l.With("controller", ""), 1)),
+			},
+		}
+	},
+}
+
+// WorkqueueControllerLabelMissing fires when controllers of a job export their workqueue series
+// without the controller label, as controller-runtime up to v0.18 does (the label came in v0.19,
+// kubernetes-sigs/controller-runtime#2895): every queue rule aggregates by that label, so queue
+// backlog, queue wait and stuck-worker alerts cannot fire for them. One instance per job, whose
+// value is how many of its controllers are affected: the remedy (upgrade, or copy `name` into
+// `controller` at scrape time) is the job's. A queue counts only when a controller-runtime
+// controller of the same name runs in the pod, so client-go queues of processes that are not
+// controller-runtime ones (kube-controller-manager) are left alone.
+var WorkqueueControllerLabelMissing = &Alert{
+	Key: "workqueueControllerLabelMissing", Name: "WorkqueueControllerLabelMissing",
+	Severity: SeverityWarning, For: 15 * time.Minute,
+	Level: levelJob,
+	Expr: func(e *exprEnv) string {
+		s := e.Selector("controller")
+		l := levelTarget.with("controller")
+		return countBy(levelJob, lines(
+			"\n  "+countBy(l, workqueueByName("workqueue_adds_total", s, `controller=""`)),
+			"  and on ("+l.by()+")",
+			"  "+countBy(l, sel(controllerStarted, s))+"\n"))
+	},
+	Summary:     "A controller's workqueue metrics lack the controller label.",
+	Description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the workqueue_* series of {{ $value }} of its controllers without the controller label, as controller-runtime v0.18 and older do: queue backlog, queue wait and stuck-worker alerts cannot fire for them. Upgrade controller-runtime to v0.19 or later, or copy the name label into controller for workqueue_* series in the job's metric relabeling.",
+	Panel:       PanelRef{"controller", "Adds vs completions"},
+	Cases: func(c *caseEnv) []Case {
+		l := c.Controller()
+		started := Gauge(controllerStarted, l.With("name", ""), 2)
+		old := l.With("controller", "")
+		return []Case{
+			{
+				Name:   "fires when a controller's workqueue series carry only the name label (controller-runtime v0.18 and older)",
+				Series: []*Series{started, Counter("workqueue_adds_total", old, 1), Gauge("workqueue_depth", old, 3)},
+				Fires:  &Firing{At: 0, Labels: c.Instance(l), Value: Constant(1)},
+			},
+			{
+				Name:   "stays silent when the workqueue series carry the controller label (v0.19 and later, or relabeled)",
+				Series: []*Series{started, Counter("workqueue_adds_total", l, 1)},
+			},
+			{
+				Name:   "stays silent on client-go queues of a process that runs no controller-runtime controller of that name",
+				Series: []*Series{Counter("workqueue_adds_total", old.With("name", "deployment"), 1), started},
 			},
 		}
 	},

@@ -135,6 +135,12 @@
               summary: "A controller keeps re-triggering itself with its own writes.",
             },
           },
+        ],
+      },
+      {
+        name: "loopwatch.controller.api-calls.alerts",
+        interval: "%(ruleInterval)s" % $._config,
+        rules: [
           {
             alert: "LoopwatchAPICallsPerReconcileHigh",
             expr: "(\n  sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m)\n  /\n  (cluster_namespace_job_controller:controller_runtime_reconcile:rate5m > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n) > %(apiCallsPerReconcileThreshold)g\nor\n(\n  (\n    sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_method:rest_client_requests:rate5m)\n    /\n    (sum by (%(clusterLabel)s, namespace, job, pod) (cluster_namespace_job_pod_controller:controller_runtime_reconcile:rate5m) > %(apiCallsPerReconcileMinReconcilesPerSecond)g)\n  ) > %(apiCallsPerReconcileThreshold)g\n  unless on (%(clusterLabel)s, namespace, job)\n  cluster_namespace_job_controller_access:loopwatch_controller_api_requests:rate5m\n)" % $._config,
@@ -154,13 +160,30 @@
         rules: [
           {
             alert: "LoopwatchWorkqueueMetricsMissing",
-            expr: "count by (%(clusterLabel)s, namespace, job, pod, controller) (controller_runtime_max_concurrent_reconciles{%(controllerSelector)s})\nunless on (%(clusterLabel)s, namespace, job, pod, controller)\ncount by (%(clusterLabel)s, namespace, job, pod, controller) (workqueue_adds_total{%(controllerSelector)s})" % $._config,
+            expr: "count by (%(clusterLabel)s, namespace, job, pod, controller) (controller_runtime_max_concurrent_reconciles{%(controllerSelector)s})\nunless on (%(clusterLabel)s, namespace, job, pod, controller)\ncount by (%(clusterLabel)s, namespace, job, pod, controller) (label_replace(workqueue_adds_total{%(controllerSelector)s}, \"controller\", \"$1\", \"name\", \"(.+)\"))" % $._config,
             [if "%(workqueueMetricsMissingFor)s" % $._config != '0s' then 'for']: "%(workqueueMetricsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
               description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) exports controller-runtime metrics for controller {{ $labels.controller }} but no workqueue_* series: another workqueue metrics provider was registered before controller-runtime's. Queue depth and wait alerts cannot fire for it.",
               runbook_url: "%(runbookBaseURL)sLoopwatchWorkqueueMetricsMissing.md" % $._config,
               summary: "A controller exports no workqueue metrics.",
+            },
+          },
+        ],
+      },
+      {
+        name: "loopwatch.controller.workqueue-labels.alerts",
+        interval: "5m",
+        rules: [
+          {
+            alert: "LoopwatchWorkqueueControllerLabelMissing",
+            expr: "count by (%(clusterLabel)s, namespace, job) (\n  count by (%(clusterLabel)s, namespace, job, pod, controller) (label_replace(workqueue_adds_total{%(controllerSelector)s, controller=\"\"}, \"controller\", \"$1\", \"name\", \"(.+)\"))\n  and on (%(clusterLabel)s, namespace, job, pod, controller)\n  count by (%(clusterLabel)s, namespace, job, pod, controller) (controller_runtime_max_concurrent_reconciles{%(controllerSelector)s})\n)" % $._config,
+            [if "%(workqueueControllerLabelMissingFor)s" % $._config != '0s' then 'for']: "%(workqueueControllerLabelMissingFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the workqueue_* series of {{ $value }} of its controllers without the controller label, as controller-runtime v0.18 and older do: queue backlog, queue wait and stuck-worker alerts cannot fire for them. Upgrade controller-runtime to v0.19 or later, or copy the name label into controller for workqueue_* series in the job's metric relabeling.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchWorkqueueControllerLabelMissing.md" % $._config,
+              summary: "A controller's workqueue metrics lack the controller label.",
             },
           },
         ],

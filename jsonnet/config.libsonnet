@@ -70,6 +70,7 @@
     replicaRaceThreshold: 2,
     ruleInterval: "1m",
     runbookBaseURL: "https://github.com/loopwatch/loopwatch/blob/main/docs/runbooks/",
+    workqueueControllerLabelMissingFor: "15m",
     workqueueMetricsMissingFor: "15m",
     writeFightFor: "5m",
     writeFightThreshold: 4,

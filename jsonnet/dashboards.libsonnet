@@ -219,7 +219,7 @@
             "type": "prometheus",
             "uid": "${datasource}",
           },
-          "description": "A queue grows while adds outpace completions (work_duration count). Alerts: LoopwatchQueueBacklog, LoopwatchWorkqueueMetricsMissing.",
+          "description": "A queue grows while adds outpace completions (work_duration count). Alerts: LoopwatchQueueBacklog, LoopwatchWorkqueueMetricsMissing, LoopwatchWorkqueueControllerLabelMissing.",
           "editable": false,
           "error": false,
           "fieldConfig": {

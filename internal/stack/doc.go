@@ -131,6 +131,8 @@
 //		MetricsPath string          // default /metrics
 //		TLS       *TLSFiles         // for https targets
 //		BearerTokenFile string
+//		Histograms      HistogramIngestion // classic (default), native only, NHCB only
+//		MetricRelabelConfigs []map[string]any // metric_relabel_configs, decoded YAML
 //	}
 //	type TLSFiles struct{ CAFile, CertFile, KeyFile string; InsecureSkipVerify bool }
 //

@@ -68,6 +68,9 @@ type ScrapeTarget struct {
 	BearerTokenFile string
 	// Histograms is how Prometheus stores the targets' histograms; default HistogramsClassic.
 	Histograms HistogramIngestion
+	// MetricRelabelConfigs are the job's metric_relabel_configs, each as Prometheus'
+	// configuration spells it (decoded YAML).
+	MetricRelabelConfigs []map[string]any
 }
 
 // HistogramIngestion is a scrape configuration's choice of which series Prometheus stores for a
@@ -220,15 +223,16 @@ func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
 		Labels  map[string]string `json:"labels,omitempty"`
 	}
 	type scrapeConfig struct {
-		JobName                       string         `json:"job_name"`
-		Scheme                        string         `json:"scheme,omitempty"`
-		MetricsPath                   string         `json:"metrics_path,omitempty"`
-		AlwaysScrapeClassicHistograms bool           `json:"always_scrape_classic_histograms"`
-		ScrapeNativeHistograms        bool           `json:"scrape_native_histograms,omitempty"`
-		ConvertClassicToNHCB          bool           `json:"convert_classic_histograms_to_nhcb,omitempty"`
-		TLSConfig                     *tlsConfig     `json:"tls_config,omitempty"`
-		Authorization                 *authorization `json:"authorization,omitempty"`
-		StaticConfigs                 []staticConfig `json:"static_configs"`
+		JobName                       string           `json:"job_name"`
+		Scheme                        string           `json:"scheme,omitempty"`
+		MetricsPath                   string           `json:"metrics_path,omitempty"`
+		AlwaysScrapeClassicHistograms bool             `json:"always_scrape_classic_histograms"`
+		ScrapeNativeHistograms        bool             `json:"scrape_native_histograms,omitempty"`
+		ConvertClassicToNHCB          bool             `json:"convert_classic_histograms_to_nhcb,omitempty"`
+		TLSConfig                     *tlsConfig       `json:"tls_config,omitempty"`
+		Authorization                 *authorization   `json:"authorization,omitempty"`
+		MetricRelabelConfigs          []map[string]any `json:"metric_relabel_configs,omitempty"`
+		StaticConfigs                 []staticConfig   `json:"static_configs"`
 	}
 	type global struct {
 		ScrapeInterval     string `json:"scrape_interval"`
@@ -264,8 +268,8 @@ func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
 		// static_configs of one scrape config: Prometheus rejects a job name used twice.
 		if i, ok := jobs[t.Job]; ok {
 			sc := &c.ScrapeConfigs[i]
-			if sc.Scheme != t.Scheme || sc.MetricsPath != t.MetricsPath || t.Histograms != HistogramsClassic || sc.ScrapeNativeHistograms || sc.ConvertClassicToNHCB || t.TLS != nil || t.BearerTokenFile != "" || sc.TLSConfig != nil || sc.Authorization != nil {
-				return nil, fmt.Errorf("scrape target %q: listed twice with TLS, auth, scheme or histogram settings; merge the addresses", t.Job)
+			if sc.Scheme != t.Scheme || sc.MetricsPath != t.MetricsPath || t.Histograms != HistogramsClassic || sc.ScrapeNativeHistograms || sc.ConvertClassicToNHCB || t.TLS != nil || t.BearerTokenFile != "" || sc.TLSConfig != nil || sc.Authorization != nil || len(t.MetricRelabelConfigs) > 0 || len(sc.MetricRelabelConfigs) > 0 {
+				return nil, fmt.Errorf("scrape target %q: listed twice with TLS, auth, scheme, histogram or relabeling settings; merge the addresses", t.Job)
 			}
 			sc.StaticConfigs = append(sc.StaticConfigs, staticConfig{Targets: t.Addresses, Labels: t.Labels})
 			continue
@@ -278,6 +282,7 @@ func prometheusConfig(opts PrometheusOptions) ([]byte, error) {
 			AlwaysScrapeClassicHistograms: t.Histograms == HistogramsClassic,
 			ScrapeNativeHistograms:        t.Histograms == HistogramsNativeOnly,
 			ConvertClassicToNHCB:          t.Histograms == HistogramsNHCBOnly,
+			MetricRelabelConfigs:          t.MetricRelabelConfigs,
 			StaticConfigs:                 []staticConfig{{Targets: t.Addresses, Labels: t.Labels}},
 		}
 		switch t.Histograms {

@@ -8,7 +8,8 @@ import (
 )
 
 // TestPrometheusConfigHistogramIngestion: each way of storing histograms becomes its scrape
-// settings, and a job cannot mix two of them (its targets share one scrape configuration).
+// settings, and a job cannot mix two of them, nor relabeling with none (its targets share one
+// scrape configuration).
 func TestPrometheusConfigHistogramIngestion(t *testing.T) {
 	render := func(targets ...ScrapeTarget) (map[string]map[string]any, error) {
 		out, err := prometheusConfig(PrometheusOptions{Targets: targets})
@@ -58,6 +59,14 @@ func TestPrometheusConfigHistogramIngestion(t *testing.T) {
 			{Job: "j", Addresses: []string{"b:1"}, Histograms: HistogramsNHCBOnly},
 		},
 		"unknown": {{Job: "j", Addresses: []string{"a:1"}, Histograms: "sometimes"}},
+		"relabeling first": {
+			{Job: "j", Addresses: []string{"a:1"}, MetricRelabelConfigs: []map[string]any{{"action": "drop"}}},
+			{Job: "j", Addresses: []string{"b:1"}},
+		},
+		"relabeling second": {
+			{Job: "j", Addresses: []string{"a:1"}},
+			{Job: "j", Addresses: []string{"b:1"}, MetricRelabelConfigs: []map[string]any{{"action": "drop"}}},
+		},
 	} {
 		if _, err := render(targets...); err == nil || !strings.Contains(err.Error(), `scrape target "j"`) {
 			t.Errorf("%s: error %v, want one naming the job", name, err)

@@ -1,0 +1,187 @@
+package e2e_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/loopwatch/loopwatch/gen"
+	"github.com/loopwatch/loopwatch/internal/proc"
+	"github.com/loopwatch/loopwatch/internal/stack"
+)
+
+// legacyController is e2e/legacycr: a controller built with controller-runtime v0.18, in a module
+// of its own.
+var legacyController = &proc.Binary{Package: "github.com/loopwatch/loopwatch/e2e/legacycr", ModuleDir: "legacycr"}
+
+// TestWorkqueueControllerLabelOnRealScrapes: a controller built with controller-runtime v0.18,
+// whose workqueue_* series carry the queue's name but no controller label, runs as a process, and
+// the real Prometheus scrapes it as two jobs: as it is, and with the metric relabeling that
+// LoopwatchWorkqueueControllerLabelMissing's runbook gives (read from the runbook, so the
+// runbook's snippet is what is tested). The generated alert fires for the first job and not for
+// the second; LoopwatchWorkqueueMetricsMissing, which said the series were missing before it
+// looked them up by name, fires for neither; and the queue recording rules see the relabeled
+// job's controller and not the other.
+func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a controller of another controller-runtime version and starts Prometheus")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	bin, err := legacyController.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(legacyController.Remove)
+	addr, err := stack.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "legacy-probe"
+	p, err := proc.Start(t.TempDir(), "legacycr", bin, nil, "--metrics-bind-address", addr, "--controller", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitServing(ctx, t, "http://"+addr+"/metrics")
+
+	const plain, relabeled = "legacy-plain", "legacy-relabeled"
+	prom, err := stack.StartPrometheus(ctx, stack.PrometheusOptions{
+		RuleFiles: []string{shortRules(t, gen.Default())},
+		Targets: []stack.ScrapeTarget{
+			{Job: plain, Addresses: []string{addr}},
+			{Job: relabeled, Addresses: []string{addr}, MetricRelabelConfigs: runbookRelabeling(t, gen.WorkqueueControllerLabelMissing)},
+		},
+		OneEvaluationInterval: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := prom.Stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+
+	alert := gen.WorkqueueControllerLabelMissing.FullName()
+	a, err := prom.WaitForAlert(ctx, alert, map[string]string{"job": plain})
+	if err != nil {
+		t.Fatalf("%s for job %s: %v", alert, plain, err)
+	}
+	t.Logf("%s fires for job %s: %s", alert, plain, a.Annotations["description"])
+
+	// The two jobs differ by the controller label on the workqueue series alone.
+	for query, want := range map[string][]string{
+		`count by (job) (workqueue_adds_total{name="` + name + `", controller=""})`:                {plain},
+		`count by (job) (workqueue_adds_total{name="` + name + `", controller="` + name + `"})`:    {relabeled},
+		`count by (job) ({__name__=~".+:workqueue_.+", controller="` + name + `"})`:                {relabeled},
+		`count by (job) (controller_runtime_max_concurrent_reconciles{controller="` + name + `"})`: {plain, relabeled},
+	} {
+		v, err := prom.Query(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range v {
+			got = append(got, string(s.Metric["job"]))
+		}
+		if strings.Join(sortedCopy(got), ",") != strings.Join(sortedCopy(want), ",") {
+			t.Errorf("%s: jobs %v, want %v", query, got, want)
+		}
+	}
+
+	alerts, err := prom.API().Alerts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range alerts.Alerts {
+		switch n, job := string(a.Labels[model.AlertNameLabel]), string(a.Labels["job"]); {
+		case n == alert && job == relabeled:
+			t.Errorf("%s is %s for job %s, whose workqueue series carry the controller label", alert, a.State, job)
+		case n == gen.WorkqueueMetricsMissing.FullName():
+			t.Errorf("%s is %s for job %s, whose workqueue series exist", n, a.State, job)
+		}
+	}
+}
+
+// runbookRelabeling returns the metric_relabel_configs of the YAML block of a's runbook that holds
+// them.
+func runbookRelabeling(t *testing.T, a *gen.Alert) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("../docs/runbooks/" + a.FullName() + ".md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+		if !strings.Contains(m[1], "metric_relabel_configs:") {
+			continue
+		}
+		var c struct {
+			MetricRelabelConfigs []map[string]any `json:"metric_relabel_configs"`
+		}
+		if err := yaml.Unmarshal([]byte(dedent(m[1])), &c); err != nil {
+			t.Fatalf("runbook of %s: %v", a.FullName(), err)
+		}
+		if len(c.MetricRelabelConfigs) == 0 {
+			t.Fatalf("runbook of %s: empty metric_relabel_configs", a.FullName())
+		}
+		return c.MetricRelabelConfigs
+	}
+	t.Fatalf("runbook of %s has no metric_relabel_configs block", a.FullName())
+	return nil
+}
+
+// dedent removes the indentation that every non-empty line of s shares.
+func dedent(s string) string {
+	lines := strings.Split(s, "\n")
+	indent := -1
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		if n := len(l) - len(strings.TrimLeft(l, " ")); indent < 0 || n < indent {
+			indent = n
+		}
+	}
+	for i, l := range lines {
+		if len(l) >= indent && indent > 0 {
+			lines[i] = l[indent:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitServing waits until url answers 200.
+func waitServing(ctx context.Context, t *testing.T, url string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	slices.Sort(out)
+	return out
+}
