@@ -293,16 +293,17 @@ var stagedIncidents = []struct {
 // mustStaySilent are alerts whose expression must not match at all in this run, with the reason.
 // A false positive here would page someone for a healthy controller or audit pipeline.
 var mustStaySilent = map[string]string{
-	gen.ControllerMetricsMissing.FullName():  "the controller is scraped and exports its metrics",
-	gen.WorkqueueMetricsMissing.FullName():   "the controller's workqueue metrics are registered",
-	gen.ClassicHistogramsMissing.FullName():  "Prometheus keeps the classic histogram series",
-	gen.LeaderMissing.FullName():             "the only manager holds its lease",
-	gen.LeaderMultiple.FullName():            "a single manager runs",
-	gen.AuditExporterNotReceiving.FullName(): "kube-apiserver posts a batch every second",
-	gen.AuditExporterDropping.FullName():     "the exporter drops nothing at this volume",
-	gen.AuditWebhookErrors.FullName():        "the exporter accepts every batch",
-	gen.APFRequestsRejected.FullName():       "API Priority and Fairness rejects nothing at this load",
-	gen.APFQueueWaitHigh.FullName():          "no request waits a second for a seat at this load",
+	gen.ControllerMetricsMissing.FullName():        "the controller is scraped and exports its metrics",
+	gen.WorkqueueMetricsMissing.FullName():         "the controller's workqueue metrics are registered",
+	gen.WorkqueueControllerLabelMissing.FullName(): "the controller's workqueue series carry the controller label",
+	gen.ClassicHistogramsMissing.FullName():        "Prometheus keeps the classic histogram series",
+	gen.LeaderMissing.FullName():                   "the only manager holds its lease",
+	gen.LeaderMultiple.FullName():                  "a single manager runs",
+	gen.AuditExporterNotReceiving.FullName():       "kube-apiserver posts a batch every second",
+	gen.AuditExporterDropping.FullName():           "the exporter drops nothing at this volume",
+	gen.AuditWebhookErrors.FullName():              "the exporter accepts every batch",
+	gen.APFRequestsRejected.FullName():             "API Priority and Fairness rejects nothing at this load",
+	gen.APFQueueWaitHigh.FullName():                "no request waits a second for a seat at this load",
 }
 
 // alertNames lists the alerting rules in the rule files.
