@@ -331,5 +331,6 @@ func get(t *testing.T, ctx context.Context, hc *http.Client, url string) string 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	demoBinary.Remove()
+	legacyController.Remove()
 	os.Exit(code)
 }

@@ -20,7 +20,7 @@ import (
 )
 
 // legacyController is e2e/legacycr: a controller built with controller-runtime v0.18, in a module
-// of its own.
+// of its own; TestMain removes it.
 var legacyController = &proc.Binary{Package: "github.com/loopwatch/loopwatch/e2e/legacycr", ModuleDir: "legacycr"}
 
 // TestWorkqueueControllerLabelOnRealScrapes: a controller built with controller-runtime v0.18,
@@ -41,7 +41,6 @@ func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(legacyController.Remove)
 	addr, err := stack.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +79,7 @@ func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
 	t.Logf("%s fires for job %s: %s", alert, plain, a.Annotations["description"])
 
 	// The two jobs differ by the controller label on the workqueue series alone.
-	for query, want := range map[string][]string{
+	for query, want := range map[string][]string{ // want: the jobs, sorted
 		`count by (job) (workqueue_adds_total{name="` + name + `", controller=""})`:                {plain},
 		`count by (job) (workqueue_adds_total{name="` + name + `", controller="` + name + `"})`:    {relabeled},
 		`count by (job) ({__name__=~".+:workqueue_.+", controller="` + name + `"})`:                {relabeled},
@@ -94,7 +93,7 @@ func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
 		for _, s := range v {
 			got = append(got, string(s.Metric["job"]))
 		}
-		if strings.Join(sortedCopy(got), ",") != strings.Join(sortedCopy(want), ",") {
+		if !slices.Equal(slices.Sorted(slices.Values(got)), want) {
 			t.Errorf("%s: jobs %v, want %v", query, got, want)
 		}
 	}
@@ -178,10 +177,4 @@ func waitServing(ctx context.Context, t *testing.T, url string) {
 	if err != nil {
 		t.Fatalf("%s: %v", url, err)
 	}
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	slices.Sort(out)
-	return out
 }
