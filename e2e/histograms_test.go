@@ -43,7 +43,7 @@ func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
 	classicAddr, nativeAddr, nhcbAddr := serveControllerRuntimeMetrics(t), serveControllerRuntimeMetrics(t), serveControllerRuntimeMetrics(t)
 
 	const classic, native, nhcb, twin = "probe-classic", "probe-native", "probe-nhcb", "probe-classic-native"
-	prom, err := stack.StartPrometheus(ctx, stack.PrometheusOptions{
+	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{
 		RuleFiles: []string{shortRules(t, gen.Default())},
 		Targets: []stack.ScrapeTarget{
 			{Job: classic, Addresses: []string{classicAddr}},
@@ -53,14 +53,6 @@ func TestClassicHistogramsMissingOnRealScrapes(t *testing.T) {
 		},
 		OneEvaluationInterval: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := prom.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
 
 	alert := gen.ClassicHistogramsMissing.FullName()
 	for _, job := range []string{native, nhcb} {

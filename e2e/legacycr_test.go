@@ -54,7 +54,7 @@ func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
 	waitServing(ctx, t, "http://"+addr+"/metrics")
 
 	const plain, relabeled = "legacy-plain", "legacy-relabeled"
-	prom, err := stack.StartPrometheus(ctx, stack.PrometheusOptions{
+	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{
 		RuleFiles: []string{shortRules(t, gen.Default())},
 		Targets: []stack.ScrapeTarget{
 			{Job: plain, Addresses: []string{addr}},
@@ -62,14 +62,6 @@ func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
 		},
 		OneEvaluationInterval: true,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := prom.Stop(); err != nil {
-			t.Error(err)
-		}
-	}()
 
 	alert := gen.WorkqueueControllerLabelMissing.FullName()
 	a, err := prom.WaitForAlert(ctx, alert, map[string]string{"job": plain})
