@@ -273,9 +273,7 @@ var ClassicHistogramsMissing = &Alert{
 		l := c.Controller()
 		native := NativeHistogram(reconcileTime, l, 2)
 		classic := Counter(reconcileTime+"_count", l, 2)
-		// twin: the same target as scraped by a second job.
-		twin := l.With("job", l["job"]+"-native")
-		return []Case{
+		cases := []Case{
 			{
 				Name:   "fires when the reconcile-time histogram is stored only as a native histogram",
 				Series: []*Series{native},
@@ -289,15 +287,21 @@ var ClassicHistogramsMissing = &Alert{
 				Name:   "stays silent when the histogram is scraped classic only",
 				Series: []*Series{classic, Counter(reconcileTime+"_bucket", l.With("le", "+Inf"), 2)},
 			},
-			{
+		}
+		// twin: the same target as scraped by a second job, when the selector takes one.
+		twin, ok := c.secondJob("controller", l)
+		if !ok {
+			return cases
+		}
+		return append(cases,
+			Case{
 				Name:   "stays silent for a second job that scrapes the same targets native only, beside a job that keeps their classic series",
 				Series: []*Series{classic, NativeHistogram(reconcileTime, twin, 2)},
 			},
-			{
+			Case{
 				Name:   "fires for a native-only job whose targets no job keeps classic, beside a classic job of other targets",
 				Series: []*Series{classic, NativeHistogram(reconcileTime, otherReplica(twin), 2)},
 				Fires:  &Firing{At: 0, Labels: c.Instance(twin), Value: Constant(1)},
-			},
-		}
+			})
 	},
 }

@@ -118,6 +118,16 @@ func (c *caseEnv) Controller() Labels {
 	return c.Target("controller").With("controller", "backup", "name", "backup")
 }
 
+// secondJob returns l as a second scrape job of the same targets labels it, and whether the named
+// selector accepts a second job at all (one that names a single job does not).
+func (c *caseEnv) secondJob(selector string, l Labels) (Labels, bool) {
+	twin, err := satisfy(c.cfg.selectorValue(selector), l.With("job", l["job"]+"-native"))
+	if err != nil || twin["job"] == l["job"] {
+		return nil, false
+	}
+	return twin, true
+}
+
 // Instance returns the labels of l the alert keeps: those of its aggregation level.
 func (c *caseEnv) Instance(l Labels) Labels { return l.Only(c.a.LabelNames(c.cfg)...) }
 
