@@ -155,16 +155,7 @@ func dedent(s string) string {
 func waitServing(ctx context.Context, t *testing.T, url string) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return stack.HTTPOK(ctx, http.DefaultClient, url) == nil, nil
 	})
 	if err != nil {
 		t.Fatalf("%s: %v", url, err)

@@ -202,16 +202,7 @@ func (s *Scene) WaitPodUp(ctx context.Context, i int) error {
 		if !p.running() {
 			return false, fmt.Errorf("%s is not running (log %s)", p.name, p.log)
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.addr+"/metrics", nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, nil
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		return stack.HTTPOK(ctx, http.DefaultClient, "http://"+p.addr+"/metrics") == nil, nil
 	})
 }
 

@@ -119,7 +119,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, bin string, timeout time.
 	}
 	cp.etcd = p
 	return clientURL, p.waitReady(ctx, timeout, func(ctx context.Context) error {
-		return httpOK(ctx, http.DefaultClient, clientURL+"/health")
+		return HTTPOK(ctx, http.DefaultClient, clientURL+"/health")
 	})
 }
 
@@ -239,8 +239,8 @@ func (cp *ControlPlane) Host() string { return cp.host }
 // certificate UserConfig issues.
 func (cp *ControlPlane) CAData() []byte { return append([]byte(nil), cp.ca.certPEM...) }
 
-// httpOK GETs url and expects 200.
-func httpOK(ctx context.Context, client *http.Client, url string) error {
+// HTTPOK GETs url with client and returns an error unless the answer is 200.
+func HTTPOK(ctx context.Context, client *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

@@ -41,6 +41,7 @@
 //	func LookPath(name string) (string, error)          // bin/<name>, or an error naming `make tools`
 //	func PrometheusOperatorCRDDir() (string, error)     // bin/crds: PrometheusRule + ServiceMonitor CRDs
 //	func FreeAddr() (string, error)                     // "127.0.0.1:<free port>" for a test server
+//	func HTTPOK(ctx context.Context, client *http.Client, url string) error // GET url, error unless 200
 //
 // # Control plane
 //

@@ -187,7 +187,7 @@ func StartPrometheus(ctx context.Context, opts PrometheusOptions) (p *Prometheus
 	}
 	p.proc = proc
 	return p, proc.waitReady(ctx, opts.StartTimeout, func(ctx context.Context) error {
-		return httpOK(ctx, p.http, p.url+"/-/ready")
+		return HTTPOK(ctx, p.http, p.url+"/-/ready")
 	})
 }
 
