@@ -6,13 +6,6 @@ import (
 	"github.com/loopwatch/loopwatch/catalogue"
 )
 
-// controllerStarted is the series that says a controller-runtime controller has started in a
-// process: controller-runtime sets it, one series per controller, when the controller starts
-// (since August 2020, kubernetes-sigs/controller-runtime#1125; the four reconcile_total series,
-// one per result, are created at the same moment since v0.15). Looking for it instead of
-// reconcile_total reads a quarter of the series at the same answer.
-const controllerStarted = "controller_runtime_max_concurrent_reconciles"
-
 // workqueueByName returns the workqueue series of metric chosen by matchers, with their queue's
 // name as their controller label. controller-runtime names a controller's queue after the
 // controller, and labels its workqueue series with that name as `name`, and since v0.19 also as

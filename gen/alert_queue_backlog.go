@@ -24,8 +24,10 @@ var QueueBacklog = &Alert{
 	Cases: func(c *caseEnv) []Case {
 		d := c.P("depth")
 		l := c.Controller()
+		standby := otherReplica(l)
+		started := Gauge(controllerStarted, l.With("name", ""), 1)
 		queue := func(normal, low *Series, adds, done float64, addsAfter float64) []*Series {
-			return []*Series{normal, low,
+			return []*Series{started, normal, low,
 				Counter("workqueue_adds_total", l, adds).Rate(incidentAt, addsAfter),
 				Counter("workqueue_work_duration_seconds_count", l, done),
 				Counter("workqueue_retries_total", l, 0.5),
@@ -52,6 +54,20 @@ var QueueBacklog = &Alert{
 					Gauge("workqueue_depth", l.With("priority", "0"), 50*d).Ramp(sampleInterval, 50*d, -drainPerMinute),
 					Gauge("workqueue_depth", l.With("priority", "-100"), 0),
 					10, 12.5, 10),
+				Until: until,
+			},
+			{
+				// With EnableWarmup, a standby replica fills its queue from its event sources and
+				// never works it: its depth grows with every new object and its adds have no
+				// completions. The leader keeps up.
+				Name: "stays silent when only a warming standby replica's queue is deep and growing",
+				Series: append(queue(
+					Gauge("workqueue_depth", l.With("priority", "0"), 2),
+					Gauge("workqueue_depth", l.With("priority", "-100"), 0),
+					20, 20, 20),
+					Gauge("workqueue_depth", standby.With("priority", "-100"), 3*d),
+					Gauge("workqueue_depth", standby.With("priority", "0"), 0).Ramp(incidentAt, d, d/10),
+					Counter("workqueue_adds_total", standby, 0).Rate(incidentAt, 3)),
 				Until: until,
 			},
 			{

@@ -32,6 +32,7 @@ var QueueWaitHigh = &Alert{
 		before, after, fires := c.shareFiring(share, c.Instance(l))
 		queue := func(share, shareAfter, normal, low float64) []*Series {
 			return append(histogram("workqueue_queue_duration_seconds", l, workqueueBuckets, 20, share, shareAfter, incidentAt),
+				Gauge(controllerStarted, l.With("name", ""), 1),
 				Gauge("workqueue_depth", l.With("priority", "0"), normal),
 				Gauge("workqueue_depth", l.With("priority", "-100"), low))
 		}
@@ -44,6 +45,12 @@ var QueueWaitHigh = &Alert{
 			{
 				Name:   "stays silent when only low-priority items (initial list, resync) are queued",
 				Series: queue(before, after, 0, 800),
+			},
+			{
+				// With EnableWarmup, a standby replica queues every new object at normal priority
+				// and never works it; the leader's normal-priority items are all done.
+				Name:   "stays silent when only a warming standby replica holds normal-priority items",
+				Series: append(queue(before, after, 0, 800), Gauge("workqueue_depth", otherReplica(l).With("priority", "0"), 5)),
 			},
 			{
 				Name:   "stays silent when fewer items than the share wait longer",

@@ -11,22 +11,69 @@ import "time"
 // old: Prometheus evaluates groups side by side, not in file order (errorShare caps what that
 // does to a ratio).
 
-var recQueueDepth = &Recording{
-	Name: levelController.record("workqueue_depth", "sum"),
-	// workqueue_depth carries a `priority` label whose values churn with the priority queue:
-	// summing by the controller level drops it.
+// controllerStarted is the series that says a controller-runtime controller has started in a
+// process: controller-runtime sets it, one series per controller, when the controller starts
+// (since August 2020, kubernetes-sigs/controller-runtime#1125; the four reconcile_total series,
+// one per result, are created at the same moment since v0.15). Looking for it instead of
+// reconcile_total reads a quarter of the series at the same answer.
+const controllerStarted = "controller_runtime_max_concurrent_reconciles"
+
+// startedOnly keeps the per-pod series of expr (a controller's workqueue series, or a function of
+// them) of the pods where controller-runtime started that controller. A manager's controllers
+// with EnableWarmup (opt-in since controller-runtime v0.22) start their event sources and queue on
+// the standby replicas too, before they win the election, but no workers: a standby's queue holds
+// every object it has seen and completes none. Summed with the leader's, it would read as a
+// backlog that never drains. Start, on the leader only, sets controllerStarted.
+func startedOnly(expr string, e *exprEnv) string {
+	return expr + " and on (" + levelUp.with("controller").by() + ") " + sel(controllerStarted, e.Selector("controller"))
+}
+
+// recQueueDepthByPriority is the depth of a controller's queue by priority, over the replicas
+// where the controller runs (startedOnly): the one read of the raw workqueue_depth series, which
+// the two depths below sum. It keeps the priority label, whose values are the few the
+// controller's handlers use (0, and -100 for the initial list and resyncs; none without the
+// priority queue).
+var recQueueDepthByPriority = &Recording{
+	Name: levelController.with("priority").record("workqueue_depth", "sum"),
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelController, sel("workqueue_depth", e.Selector("controller"), hasController))
+		return sumBy(levelController.with("priority"), startedOnly(sel("workqueue_depth", e.Selector("controller"), hasController), e))
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Controller()
+		standby := otherReplica(l)
+		at := levelController.with("priority")
 		return []ExprCase{{
-			Name: "sums the priorities of a controller's queue and ignores queues of other components",
+			Name: "sums each priority of a controller's queue over the replicas where it runs, and ignores a warming standby's queue and other components' queues",
 			At:   5 * time.Minute,
 			Series: []*Series{
+				Gauge(controllerStarted, l.With("name", ""), 2),
 				Gauge("workqueue_depth", l.With("priority", "0"), 3),
 				Gauge("workqueue_depth", l.With("priority", "-100"), 50),
+				Gauge("workqueue_depth", standby.With("priority", "-100"), 700),
+				Gauge("workqueue_depth", standby.With("priority", "0"), 40),
 				Gauge("workqueue_depth", l.With("controller", "", "name", "kube-controller-manager-queue"), 1000),
+			},
+			Want: []Sample{
+				{c.AtLevel(at, l.With("priority", "0")), 3},
+				{c.AtLevel(at, l.With("priority", "-100")), 50},
+			},
+		}}
+	},
+}
+
+var recQueueDepth = &Recording{
+	Name: levelController.record("workqueue_depth", "sum"),
+	Expr: func(e *exprEnv) string { return sumBy(levelController, recQueueDepthByPriority.Name) },
+	Cases: func(c *caseEnv) []ExprCase {
+		l := c.Controller()
+		return []ExprCase{{
+			Name: "sums the priorities of a controller's queue where it runs",
+			At:   5 * time.Minute,
+			Series: []*Series{
+				Gauge(controllerStarted, l.With("name", ""), 2),
+				Gauge("workqueue_depth", l.With("priority", "0"), 3),
+				Gauge("workqueue_depth", l.With("priority", "-100"), 50),
+				Gauge("workqueue_depth", otherReplica(l).With("priority", "-100"), 700),
 			},
 			Want: []Sample{{c.AtLevel(levelController, l), 53}},
 		}}
@@ -36,10 +83,24 @@ var recQueueDepth = &Recording{
 var recQueueAdds = &Recording{
 	Name: levelController.record("workqueue_adds_total", "rate5m"),
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelController, rate(sel("workqueue_adds_total", e.Selector("controller"), hasController), "5m"))
+		return sumBy(levelController, startedOnly(rate(sel("workqueue_adds_total", e.Selector("controller"), hasController), "5m"), e))
 	},
 	Cases: func(c *caseEnv) []ExprCase {
-		return counterRateCase(c, "workqueue_adds_total", c.Controller(), levelController)
+		l := c.Controller()
+		other := otherReplica(l)
+		standby := other.With("pod", l["pod"]+"-c", "instance", "10.244.2.7:8443")
+		return []ExprCase{{
+			Name: "records the rate summed over the replicas where the controller runs, not a warming standby's",
+			At:   10 * time.Minute,
+			Series: []*Series{
+				Gauge(controllerStarted, l.With("name", ""), 2),
+				Gauge(controllerStarted, other.With("name", ""), 2),
+				Counter("workqueue_adds_total", l, 30),
+				Counter("workqueue_adds_total", other, 12.5),
+				Counter("workqueue_adds_total", standby, 7),
+			},
+			Want: []Sample{{c.AtLevel(levelController, l), 42.5}},
+		}}
 	},
 }
 
@@ -86,7 +147,7 @@ var recQueueDepthNormal = &Recording{
 	Name:     levelController.record("workqueue_depth", "sum_normal_priority"),
 	ForAlert: "queueWait",
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelController, sel("workqueue_depth", e.Selector("controller"), hasController, `priority!="-100"`))
+		return sumBy(levelController, recQueueDepthByPriority.Name+`{priority!="-100"}`)
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Controller()
@@ -95,6 +156,8 @@ var recQueueDepthNormal = &Recording{
 			Name: "sums the queued items of every priority but the initial list's and resyncs'",
 			At:   5 * time.Minute,
 			Series: []*Series{
+				Gauge(controllerStarted, l.With("name", ""), 2),
+				Gauge(controllerStarted, other.With("name", ""), 2),
 				Gauge("workqueue_depth", l.With("priority", "0"), 3),
 				Gauge("workqueue_depth", l.With("priority", "10"), 1),
 				Gauge("workqueue_depth", l.With("priority", "-100"), 800),

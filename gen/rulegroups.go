@@ -61,7 +61,7 @@ func ruleGroups() []ruleGroup {
 	apf := func(g Groups) bool { return g.APF }
 	leaderElection := func(g Groups) bool { return g.LeaderElection }
 	return []ruleGroup{
-		{Name: groupQueueDepthRules, On: controller, Recordings: []*Recording{recQueueDepth, recQueueDepthNormal}},
+		{Name: groupQueueDepthRules, On: controller, Recordings: []*Recording{recQueueDepthByPriority, recQueueDepth, recQueueDepthNormal}},
 		{Name: groupWorkqueueRules, On: controller, Recordings: []*Recording{recQueueAdds, recQueueCompletions}},
 		{Name: groupQueueWaitRules, On: controller, Recordings: []*Recording{recQueueWaitLong}},
 		{Name: groupReconcileRules, On: controller, Recordings: []*Recording{recPodReconciles, recReconciles}},

@@ -7,12 +7,16 @@
         interval: "%(ruleInterval)s" % $._config,
         rules: [
           {
+            record: "cluster_namespace_job_controller_priority:workqueue_depth:sum",
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller, priority) (workqueue_depth{%(controllerSelector)s, controller!=\"\"} and on (%(clusterLabel)s, namespace, job, pod, instance, controller) controller_runtime_max_concurrent_reconciles{%(controllerSelector)s})" % $._config,
+          },
+          {
             record: "cluster_namespace_job_controller:workqueue_depth:sum",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\"})" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_priority:workqueue_depth:sum)" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:workqueue_depth:sum_normal_priority",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (workqueue_depth{%(controllerSelector)s, controller!=\"\", priority!=\"-100\"})" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (cluster_namespace_job_controller_priority:workqueue_depth:sum{priority!=\"-100\"})" % $._config,
           },
         ],
       },
@@ -22,7 +26,7 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:workqueue_adds:rate5m",
-            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_adds_total{%(controllerSelector)s, controller!=\"\"}[5m]))" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(workqueue_adds_total{%(controllerSelector)s, controller!=\"\"}[5m]) and on (%(clusterLabel)s, namespace, job, pod, instance, controller) controller_runtime_max_concurrent_reconciles{%(controllerSelector)s})" % $._config,
           },
           {
             record: "cluster_namespace_job_controller:workqueue_work_duration_seconds_count:rate5m",

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
@@ -47,6 +48,7 @@ type options struct {
 	secureMetrics           bool
 	leaderElect             bool
 	leaderElectionNamespace string
+	warmup                  bool
 	watchNamespace          string
 	maxConcurrentReconciles int
 	qps                     float64
@@ -61,6 +63,7 @@ func (o *options) bind(fs *flag.FlagSet) {
 	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "Address of /healthz and /readyz; 0 turns them off.")
 	fs.BoolVar(&o.leaderElect, "leader-elect", false, "Enable leader election, so only one replica is active.")
 	fs.StringVar(&o.leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader-election Lease (default: the pod's).")
+	fs.BoolVar(&o.warmup, "warmup", false, "Start the controller's event sources and queue while a standby waits to become leader (controller-runtime's EnableWarmup), for a faster failover.")
 	fs.StringVar(&o.watchNamespace, "watch-namespace", "", "Only watch this namespace (default: all).")
 	fs.IntVar(&o.maxConcurrentReconciles, "max-concurrent-reconciles", 1, "Reconcile workers.")
 	fs.Float64Var(&o.qps, "kube-api-qps", 0, "Client-side rate limit in requests per second; 0 keeps controller-runtime's default (none: API Priority and Fairness limits).")
@@ -107,6 +110,9 @@ func run() error {
 		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        o.controller + ".examples.loopwatch.dev",
 		LeaderElectionNamespace: o.leaderElectionNamespace,
+	}
+	if o.warmup {
+		mopts.Controller.EnableWarmup = ptr.To(true)
 	}
 	if o.watchNamespace != "" {
 		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.watchNamespace: {}}}
