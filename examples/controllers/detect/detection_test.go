@@ -155,17 +155,7 @@ func TestControllersWrittenAnotherWay(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "loopwatch-detect-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("controller logs kept in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
+	dir := logDir(t, "loopwatch-detect-")
 	began := time.Now()
 	e := startEnv(t, dir)
 	t.Logf("control plane and exporter up in %s", time.Since(began).Round(time.Second))

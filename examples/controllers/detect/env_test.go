@@ -206,6 +206,24 @@ func writeKubeconfig(path string, cfg *rest.Config) error {
 	return clientcmd.WriteToFile(*kc, path)
 }
 
+// logDir returns a new directory for the processes' logs and files: removed when the test
+// passes, kept and named in the test's log when it fails.
+func logDir(t *testing.T, pattern string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("controller logs kept in %s", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
 // waitMetrics waits until a process serves /metrics at addr.
 func waitMetrics(ctx context.Context, p *proc.Process, addr string) error {
 	deadline := time.Now().Add(90 * time.Second)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,17 +47,7 @@ func TestWarmingStandbyIsNotABacklog(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "loopwatch-warmup-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("controller logs kept in %s", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	})
+	dir := logDir(t, "loopwatch-warmup-")
 	e := startEnv(t, dir)
 
 	const namespace, job = "warmup", conditions.ControllerName + "-warm"
