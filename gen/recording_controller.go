@@ -32,7 +32,8 @@ func startedOnly(expr string, e *exprEnv) string {
 // where the controller runs (startedOnly): the one read of the raw workqueue_depth series, which
 // the two depths below sum. It keeps the priority label, whose values are the few the
 // controller's handlers use (0, and -100 for the initial list and resyncs; none without the
-// priority queue).
+// priority queue): controller-runtime itself bounds them to 25 per queue, and labels the depth
+// of any further priority "exceeded_cardinality_limit" (pkg/internal/metrics/workqueue.go).
 var recQueueDepthByPriority = &Recording{
 	Name: levelController.with("priority").record("workqueue_depth", "sum"),
 	Expr: func(e *exprEnv) string {
