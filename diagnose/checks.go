@@ -213,6 +213,16 @@ func checks() []*check {
 			next:  "Prometheus ingests this job's histograms as native histograms only (scrape_native_histograms or convert_classic_histograms_to_nhcb without always_scrape_classic_histograms). Set always_scrape_classic_histograms: true on its scrape configuration (scrapeClassicHistograms: true on its ServiceMonitor or PodMonitor); until then reconcile latency, queue wait and queue backlog cannot be checked.",
 		},
 		{
+			alert: gen.MaxConcurrentReconcilesMissing,
+			signals: []signalSpec{
+				{name: "controllers of the job with reconcile series and no controller_runtime_max_concurrent_reconciles", unit: UnitCount},
+			},
+			scope: byWorkload,
+			gap:   true,
+			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:  "The job's metric relabeling drops controller_runtime_max_concurrent_reconciles (a keep-list that leaves it out). Keep it (the alert's runbook has a keep-list with every metric loopwatch reads); until then queue depth, growth and wait, and the workqueue setup checks, cannot be checked.",
+		},
+		{
 			alert: gen.ControllerMetricsMissing,
 			signals: []signalSpec{
 				{name: "target up", unit: UnitCount},

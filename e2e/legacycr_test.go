@@ -6,6 +6,7 @@ import (
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,21 +38,8 @@ func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	bin, err := legacyController.Path()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr, err := stack.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const name = "legacy-probe"
-	p, err := proc.Start(t.TempDir(), "legacycr", bin, nil, "--metrics-bind-address", addr, "--controller", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	waitServing(ctx, t, "http://"+addr+"/metrics")
+	addr := startLegacy(ctx, t, name)
 
 	const plain, relabeled = "legacy-plain", "legacy-relabeled"
 	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{
@@ -102,6 +90,102 @@ func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
 			t.Errorf("%s is %s for job %s, whose workqueue series exist", n, a.State, job)
 		}
 	}
+}
+
+// TestMaxConcurrentReconcilesKeptOnRealScrapes: the same controller, scraped by the real
+// Prometheus as two jobs, each with a keep-list: one such as a team that charts reconciles and
+// queues might write, which leaves controller_runtime_max_concurrent_reconciles out, and the one
+// LoopwatchMaxConcurrentReconcilesMissing's runbook gives (read from the runbook). The alert fires
+// for the first job, for its one controller, and not for the second. The first job shows the
+// blind spot the alert names: LoopwatchWorkqueueControllerLabelMissing, which this controller's
+// label-less queue series (controller-runtime v0.18) should fire, fires for the second job only.
+func TestMaxConcurrentReconcilesKeptOnRealScrapes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a controller of another controller-runtime version and starts Prometheus")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	const name = "keeplist-probe"
+	addr := startLegacy(ctx, t, name)
+
+	const dropping, kept = "keeplist-dropping", "keeplist-runbook"
+	prom := stack.NewTestPrometheus(t, stack.PrometheusOptions{
+		RuleFiles: []string{shortRules(t, gen.Default())},
+		Targets: []stack.ScrapeTarget{
+			{Job: dropping, Addresses: []string{addr}, MetricRelabelConfigs: []map[string]any{{
+				"source_labels": []string{"__name__"},
+				"regex":         "(controller_runtime_reconcile_.+|controller_runtime_active_workers|workqueue_.+)",
+				"action":        "keep",
+			}}},
+			{Job: kept, Addresses: []string{addr}, MetricRelabelConfigs: runbookRelabeling(t, gen.MaxConcurrentReconcilesMissing)},
+		},
+		OneEvaluationInterval: true,
+	})
+
+	alert, blind := gen.MaxConcurrentReconcilesMissing.FullName(), gen.WorkqueueControllerLabelMissing.FullName()
+	a, err := prom.WaitForAlert(ctx, alert, map[string]string{"job": dropping})
+	if err != nil {
+		t.Fatalf("%s for job %s: %v", alert, dropping, err)
+	}
+	t.Logf("%s fires for job %s: %s", alert, dropping, a.Annotations["description"])
+	if v, err := strconv.ParseFloat(a.Value, 64); err != nil || v != 1 {
+		t.Errorf("%s for job %s has value %s, want 1 (one controller)", alert, dropping, a.Value)
+	}
+	if _, err := prom.WaitForAlert(ctx, blind, map[string]string{"job": kept}); err != nil {
+		t.Fatalf("%s for job %s: %v", blind, kept, err)
+	}
+
+	// The premise: the jobs differ by the one series, and both keep the reconcile series.
+	for query, want := range map[string][]string{ // want: the jobs, sorted
+		`count by (job) (controller_runtime_reconcile_total{controller="` + name + `", result="success"})`: {dropping, kept},
+		`count by (job) (controller_runtime_max_concurrent_reconciles{controller="` + name + `"})`:         {kept},
+	} {
+		v, err := prom.Query(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range v {
+			got = append(got, string(s.Metric["job"]))
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(got)), want) {
+			t.Errorf("%s: jobs %v, want %v", query, got, want)
+		}
+	}
+
+	alerts, err := prom.API().Alerts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range alerts.Alerts {
+		switch n, job := string(a.Labels[model.AlertNameLabel]), string(a.Labels["job"]); {
+		case n == alert && job == kept:
+			t.Errorf("%s is %s for job %s, which keeps the series as the runbook says", alert, a.State, job)
+		case n == blind && job == dropping:
+			t.Errorf("%s is %s for job %s, which drops the series it looks controllers up by", n, a.State, job)
+		}
+	}
+}
+
+// startLegacy runs the controller-runtime v0.18 controller as a process, its one controller named
+// name, and returns the address of its metrics.
+func startLegacy(ctx context.Context, t *testing.T, name string) string {
+	t.Helper()
+	bin, err := legacyController.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := stack.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := proc.Start(t.TempDir(), "legacycr", bin, nil, "--metrics-bind-address", addr, "--controller", name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	waitServing(ctx, t, "http://"+addr+"/metrics")
+	return addr
 }
 
 // runbookRelabeling returns the metric_relabel_configs of the YAML block of a's runbook that holds

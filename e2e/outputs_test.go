@@ -45,6 +45,7 @@ var targetLabels = map[string]string{"cluster": "e2e", "namespace": workloadName
 var noDataInHealthyRun = map[string]string{
 	"loopwatch-exporter.json/API server audit errors/1":               "kube-apiserver creates apiserver_audit_error_total only when an audit backend fails; the exporter here never does",
 	"loopwatch-apf.json/Rejected requests by controller and reason/1": "API Priority and Fairness rejects nothing at this load (TestAPFFlowSchemasOnRealAPIServer provokes rejections)",
+	"loopwatch-controller.json/Queue depth by priority/2":             "a warming standby's queue: the test controller runs one replica, without EnableWarmup (TestWarmingStandbyIsNotABacklog in examples/controllers/detect runs one)",
 }
 
 // recordingRulesWithoutSeries lists recording rules that legitimately yield nothing in this setup,
@@ -297,6 +298,7 @@ var mustStaySilent = map[string]string{
 	gen.WorkqueueMetricsMissing.FullName():         "the controller's workqueue metrics are registered",
 	gen.WorkqueueControllerLabelMissing.FullName(): "the controller's workqueue series carry the controller label",
 	gen.ClassicHistogramsMissing.FullName():        "Prometheus keeps the classic histogram series",
+	gen.MaxConcurrentReconcilesMissing.FullName():  "Prometheus keeps every series of the controller",
 	gen.LeaderMissing.FullName():                   "the only manager holds its lease",
 	gen.LeaderMultiple.FullName():                  "a single manager runs",
 	gen.AuditExporterNotReceiving.FullName():       "kube-apiserver posts a batch every second",

@@ -104,6 +104,54 @@ var WorkqueueControllerLabelMissing = &Alert{
 	},
 }
 
+// MaxConcurrentReconcilesMissing fires when a job exports the reconcile metrics of a controller
+// but no replica of it exports controllerStarted for that controller: a scrape keep-list
+// (metric_relabel_configs) that drops the series. controller-runtime sets both when it starts a
+// controller (reconcile_total's success series is created then since v0.15, and on the first
+// success before), so nothing else parts them. The queue rules count a replica's queue only where
+// controllerStarted says the controller runs (startedOnly), and the other setup alerts find
+// controllers by it: without it they are silent for the job, and this alert is what says so. One
+// instance per job, whose value is how many of its controllers are affected: the keep-list is the
+// job's.
+var MaxConcurrentReconcilesMissing = &Alert{
+	Key: "maxConcurrentReconcilesMissing", Name: "MaxConcurrentReconcilesMissing",
+	Severity: SeverityWarning, For: 15 * time.Minute,
+	Level: levelJob,
+	Expr: func(e *exprEnv) string {
+		s := e.Selector("controller")
+		l := levelController
+		return countBy(levelJob, lines(
+			"\n  "+countBy(l, sel("controller_runtime_reconcile_total", s, `result="success"`)),
+			"  unless on ("+l.by()+")",
+			"  "+countBy(l, sel(controllerStarted, s))+"\n"))
+	},
+	Summary:     "A controller's metrics lack controller_runtime_max_concurrent_reconciles.",
+	Description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the reconcile metrics of {{ $value }} of its controllers without controller_runtime_max_concurrent_reconciles, which controller-runtime sets when it starts a controller: the job's metric relabeling drops it. The queue backlog and queue wait alerts count a replica's queue only where that series shows the controller runs, and the workqueue setup alerts look controllers up by it: none of them can fire for these controllers. Keep controller_runtime_max_concurrent_reconciles in the job's metric relabeling.",
+	Panel:       PanelRef{"controller", "Active workers vs max"},
+	Cases: func(c *caseEnv) []Case {
+		l := c.Controller().With("name", "")
+		success := func(l Labels) *Series {
+			return Counter("controller_runtime_reconcile_total", l.With("result", "success"), 1)
+		}
+		return []Case{
+			{
+				Name:   "fires when a controller's reconcile metrics come without controller_runtime_max_concurrent_reconciles",
+				Series: []*Series{success(l), Counter("controller_runtime_reconcile_total", l.With("result", "error"), 1)},
+				Fires:  &Firing{At: 0, Labels: c.Instance(l), Value: Constant(1)},
+			},
+			{
+				Name:   "counts controllers, not replicas: two replicas without leader election lack it for one controller",
+				Series: []*Series{success(l), success(otherReplica(l))},
+				Fires:  &Firing{At: 0, Labels: c.Instance(l), Value: Constant(1)},
+			},
+			{
+				Name:   "stays silent on a leader that exports both and a standby that exports neither",
+				Series: []*Series{success(l), Gauge(controllerStarted, l, 2), Gauge("up", otherReplica(l), 1)},
+			},
+		}
+	},
+}
+
 // ControllerMetricsMissing fires when a target of a job that has exported controller-runtime
 // controller metrics is up but exports none (a controller that did not start after a rollout, a
 // registry mix-up). The job's history is what says a target should be a controller: the name

@@ -39,6 +39,7 @@ const (
 	groupSetupAlerts          = "loopwatch.controller.setup.alerts"
 	groupWorkqueueLabelAlerts = "loopwatch.controller.workqueue-labels.alerts"
 	groupHistogramAlerts      = "loopwatch.controller.histograms.alerts"
+	groupStartedAlerts        = "loopwatch.controller.started.alerts"
 	groupTargetRules          = "loopwatch.controller.target.rules"
 	groupTargetAlerts         = "loopwatch.controller.target.alerts"
 	groupLeaderRules          = "loopwatch.leader-election.rules"

@@ -26,6 +26,20 @@ func (f filters) rate(metric string, perController bool, extra ...string) string
 	return rate(f.series(metric, perController, extra...), "$__rate_interval")
 }
 
+// running returns the series of a workqueue metric (series(extra matchers...)) of the replicas
+// that run their controller, as the queue rules count them (startedOnly), and those without the
+// controller label: controller-runtime v0.18 and older label its queues by name only, and it has
+// warming standbys only since v0.22, so they stay, under an empty controller.
+func (f filters) running(series func(extra ...string) string) string {
+	return startedOnly(series(hasController), f.matchers(true)...) + " or " + series(`controller=""`)
+}
+
+// standby returns the series of a workqueue metric of the replicas where the controller has not
+// started: warming standbys (standbyOnly).
+func (f filters) standby(series func(extra ...string) string) string {
+	return standbyOnly(series(hasController), f.matchers(true)...)
+}
+
 func quantileTargets(f filters, histogram string, perController bool) []targetSpec {
 	var out []targetSpec
 	for _, q := range []struct{ q, name string }{{"0.5", "p50"}, {"0.9", "p90"}, {"0.99", "p99"}} {
@@ -51,15 +65,20 @@ func (b *builder) controllerDashboard() Dashboard {
 		{"job", "Job", sel("controller_runtime_reconcile_total", f.selector, clusterRef+`=~"$cluster"`, `namespace=~"$namespace"`), "job"},
 		{"controller", "Controller", sel("controller_runtime_reconcile_total", f.selector, clusterRef+`=~"$cluster"`, `namespace=~"$namespace"`, `job=~"$job"`), "controller"},
 	}
+	depth := func(extra ...string) string { return f.series("workqueue_depth", true, extra...) }
+	adds := func(extra ...string) string { return f.rate("workqueue_adds_total", true, extra...) }
 	rows := []rowSpec{
 		{title: "Work queue", panels: []panelSpec{
 			{title: "Queue depth by priority", unit: "short",
-				description: "Ready items per controller and priority. With the priority queue, -100 is low priority (initial list, resync); other items wait behind it during storms.",
-				targets:     []targetSpec{{expr: sumByLabels([]string{"controller", "priority"}, f.series("workqueue_depth", true)), legend: "{{controller}} priority={{priority}}"}}},
-			{title: "Adds vs completions", unit: "ops",
-				description: "A queue grows while adds outpace completions (work_duration count).",
+				description: "Ready items per controller and priority, on the replicas that run the controller: the depth the alerts count. With the priority queue, -100 is low priority (initial list, resync); other items wait behind it during storms. A standby replica warming its caches (EnableWarmup) queues every object it sees and works none until it leads: its queue is shown apart, and no alert counts it.",
 				targets: []targetSpec{
-					{expr: sumByLabels(c, f.rate("workqueue_adds_total", true)), legend: "{{controller}} adds"},
+					{expr: sumByLabels([]string{"controller", "priority"}, f.running(depth)), legend: "{{controller}} priority={{priority}}"},
+					{expr: sumByLabels(c, f.standby(depth)), legend: "{{controller}} on warming standbys"},
+				}},
+			{title: "Adds vs completions", unit: "ops",
+				description: "A queue grows while adds outpace completions (work_duration count). Adds on the replicas that run the controller, as the alerts count them: a warming standby's are left out.",
+				targets: []targetSpec{
+					{expr: sumByLabels(c, f.running(adds)), legend: "{{controller}} adds"},
 					{expr: sumByLabels(c, f.rate("workqueue_work_duration_seconds_count", true)), legend: "{{controller}} completions"},
 				}},
 			{title: "Retries (delayed adds)", unit: "ops",

@@ -24,9 +24,19 @@ const controllerStarted = "controller_runtime_max_concurrent_reconciles"
 // the standby replicas too, before they win the election, but no workers: a standby's queue holds
 // every object it has seen and completes none. Summed with the leader's, it would read as a
 // backlog that never drains. Start, on the leader only, sets controllerStarted.
-func startedOnly(expr string, e *exprEnv) string {
-	return expr + " and on (" + levelUp.with("controller").by() + ") " + sel(controllerStarted, e.Selector("controller"))
+// The dashboards use it and standbyOnly too, with their own matchers for controllerStarted.
+func startedOnly(expr string, matchers ...string) string {
+	return expr + " and" + onReplicaController() + sel(controllerStarted, matchers...)
 }
+
+// standbyOnly keeps the per-pod series of expr of the pods where the controller has not started:
+// what startedOnly leaves out.
+func standbyOnly(expr string, matchers ...string) string {
+	return expr + " unless" + onReplicaController() + sel(controllerStarted, matchers...)
+}
+
+// onReplicaController matches one controller's series of one scrape target.
+func onReplicaController() string { return " on (" + levelUp.with("controller").by() + ") " }
 
 // recQueueDepthByPriority is the depth of a controller's queue by priority, over the replicas
 // where the controller runs (startedOnly): the one read of the raw workqueue_depth series, which
@@ -37,7 +47,7 @@ func startedOnly(expr string, e *exprEnv) string {
 var recQueueDepthByPriority = &Recording{
 	Name: levelController.with("priority").record("workqueue_depth", "sum"),
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelController.with("priority"), startedOnly(sel("workqueue_depth", e.Selector("controller"), hasController), e))
+		return sumBy(levelController.with("priority"), startedOnly(sel("workqueue_depth", e.Selector("controller"), hasController), e.Selector("controller")))
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Controller()
@@ -84,7 +94,7 @@ var recQueueDepth = &Recording{
 var recQueueAdds = &Recording{
 	Name: levelController.record("workqueue_adds_total", "rate5m"),
 	Expr: func(e *exprEnv) string {
-		return sumBy(levelController, startedOnly(rate(sel("workqueue_adds_total", e.Selector("controller"), hasController), "5m"), e))
+		return sumBy(levelController, startedOnly(rate(sel("workqueue_adds_total", e.Selector("controller"), hasController), "5m"), e.Selector("controller")))
 	},
 	Cases: func(c *caseEnv) []ExprCase {
 		l := c.Controller()

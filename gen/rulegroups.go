@@ -90,6 +90,7 @@ func ruleGroups() []ruleGroup {
 		{Name: groupSetupAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{WorkqueueMetricsMissing}},
 		{Name: groupWorkqueueLabelAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{WorkqueueControllerLabelMissing}},
 		{Name: groupHistogramAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{ClassicHistogramsMissing}},
+		{Name: groupStartedAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{MaxConcurrentReconcilesMissing}},
 		{Name: groupTargetAlerts, Interval: slowAlertInterval, On: controller, Alerts: []*Alert{ControllerMetricsMissing}},
 		{Name: groupLeaderAlerts, On: leaderElection, Alerts: []*Alert{LeaderMissing}},
 		{Name: groupLeaderMultiple, On: leaderElection, Alerts: []*Alert{LeaderMultiple}},

@@ -206,6 +206,23 @@
         ],
       },
       {
+        name: "loopwatch.controller.started.alerts",
+        interval: "5m",
+        rules: [
+          {
+            alert: "LoopwatchMaxConcurrentReconcilesMissing",
+            expr: "count by (%(clusterLabel)s, namespace, job) (\n  count by (%(clusterLabel)s, namespace, job, controller) (controller_runtime_reconcile_total{%(controllerSelector)s, result=\"success\"})\n  unless on (%(clusterLabel)s, namespace, job, controller)\n  count by (%(clusterLabel)s, namespace, job, controller) (controller_runtime_max_concurrent_reconciles{%(controllerSelector)s})\n)" % $._config,
+            [if "%(maxConcurrentReconcilesMissingFor)s" % $._config != '0s' then 'for']: "%(maxConcurrentReconcilesMissingFor)s" % $._config,
+            labels: { severity: "warning" },
+            annotations: {
+              description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the reconcile metrics of {{ $value }} of its controllers without controller_runtime_max_concurrent_reconciles, which controller-runtime sets when it starts a controller: the job's metric relabeling drops it. The queue backlog and queue wait alerts count a replica's queue only where that series shows the controller runs, and the workqueue setup alerts look controllers up by it: none of them can fire for these controllers. Keep controller_runtime_max_concurrent_reconciles in the job's metric relabeling.",
+              runbook_url: "%(runbookBaseURL)sLoopwatchMaxConcurrentReconcilesMissing.md" % $._config,
+              summary: "A controller's metrics lack controller_runtime_max_concurrent_reconciles.",
+            },
+          },
+        ],
+      },
+      {
         name: "loopwatch.controller.target.alerts",
         interval: "5m",
         rules: [

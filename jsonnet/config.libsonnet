@@ -48,6 +48,7 @@
     leaderMissingHandover: 180,
     leaderMultipleFor: "2m",
     leaderMultipleOverlap: 120,
+    maxConcurrentReconcilesMissingFor: "15m",
     patchRateFor: "15m",
     patchRateThreshold: 10,
     processorStuckFor: "5m",

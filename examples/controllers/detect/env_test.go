@@ -45,6 +45,8 @@ type env struct {
 	kube     client.Client
 	scheme   *runtime.Scheme
 	exporter stack.ScrapeTarget
+	// generated holds the files generated with the rules Prometheus runs, dashboards included.
+	generated []gen.File
 }
 
 func newScheme() *runtime.Scheme {
@@ -166,6 +168,7 @@ func (e *env) startPrometheus(t *testing.T, cfg gen.Config, targets []stack.Scra
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.generated = files
 	rulesDir := filepath.Join(e.dir, "rules")
 	if err := gen.WriteFiles(rulesDir, files); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package detect_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/loopwatch/loopwatch/examples/controllers/conditions"
 	configv1 "github.com/loopwatch/loopwatch/examples/controllers/conditions/api/v1"
+	"github.com/loopwatch/loopwatch/gen"
 	"github.com/loopwatch/loopwatch/internal/proc"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
@@ -117,7 +119,14 @@ func TestWarmingStandbyIsNotABacklog(t *testing.T) {
 	oldBacklog := by + "(workqueue_depth" + sel + ") > 100 and " +
 		by + "(rate(workqueue_adds_total" + sel + "[5m])) > " + by + "(rate(workqueue_work_duration_seconds_count" + sel + "[5m]))"
 	recorded := `cluster_namespace_job_controller:workqueue_depth:sum{job="` + job + `"}`
-	var oldHeld, deepest, recordedMax float64
+	// The dashboard's depth panel, as Grafana would query it for this controller: the counted
+	// queue by priority, then the warming standbys' queue.
+	panel := panelExprs(t, e.generated, "dashboards/loopwatch-controller.json", "Queue depth by priority",
+		strings.NewReplacer("$cluster", ".*", "$namespace", namespace, "$job", job, "$controller", conditions.ControllerName))
+	if len(panel) != 2 {
+		t.Fatalf("the dashboard's depth panel has %d queries, want 2 (the counted queue, the standbys'): %q", len(panel), panel)
+	}
+	var oldHeld, deepest, recordedMax, panelCountedMax, panelStandbyMax float64
 	alerts := map[string]bool{}
 	for end := time.Now().Add(warmupWatch); time.Now().Before(end); {
 		v, err := e.prom.Query(ctx, `ALERTS{job="`+job+`"}`)
@@ -142,6 +151,8 @@ func TestWarmingStandbyIsNotABacklog(t *testing.T) {
 		} else if len(v) > 0 {
 			recordedMax = max(recordedMax, float64(v[0].Value))
 		}
+		panelCountedMax = max(panelCountedMax, sumOf(ctx, t, e.prom, panel[0]))
+		panelStandbyMax = max(panelStandbyMax, sumOf(ctx, t, e.prom, panel[1]))
 		select {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
@@ -149,7 +160,8 @@ func TestWarmingStandbyIsNotABacklog(t *testing.T) {
 		}
 	}
 	stopWorkload()
-	t.Logf("replicas' queues summed: deepest %.0f items; the old backlog condition held at %.0f of the polls; the recorded depth (leader only) at most %.0f", deepest, oldHeld, recordedMax)
+	t.Logf("replicas' queues summed: deepest %.0f items; the old backlog condition held at %.0f of the polls; the recorded depth (leader only) at most %.0f; the dashboard's depth panel at most %.0f counted and %.0f on warming standbys",
+		deepest, oldHeld, recordedMax, panelCountedMax, panelStandbyMax)
 
 	// The premise: without the leader-only rule, this is a backlog by the alert's own terms.
 	if deepest < warmupObjects {
@@ -168,6 +180,14 @@ func TestWarmingStandbyIsNotABacklog(t *testing.T) {
 	}
 	if recordedMax > 100 {
 		t.Errorf("%s reached %.0f: the standby's queue is counted", recorded, recordedMax)
+	}
+	// The dashboard: the counted queue is the leader's, as the rules count it; the standby's
+	// queue is shown apart.
+	if panelCountedMax > 100 {
+		t.Errorf("the dashboard's counted queue reached %.0f items: it counts the standby's queue (%s)", panelCountedMax, panel[0])
+	}
+	if panelStandbyMax < warmupObjects {
+		t.Errorf("the dashboard's warming-standby queue held at most %.0f items, want at least %d (%s)", panelStandbyMax, warmupObjects, panel[1])
 	}
 	for a := range alerts {
 		t.Errorf("alert on a healthy controller with a warming standby: %s", a)
@@ -226,4 +246,60 @@ func scrapeText(ctx context.Context, addr string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	return string(b), err
+}
+
+// panelExprs returns the queries of the panel titled title of the dashboard generated as path, with Grafana's variables
+// replaced by vars and the rate interval by a minute.
+func panelExprs(t *testing.T, files []gen.File, path, title string, vars *strings.Replacer) []string {
+	t.Helper()
+	var board []byte
+	for _, f := range files {
+		if f.Path == path {
+			board = f.Content
+		}
+	}
+	type panel struct {
+		Title   string `json:"title"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+		Panels []panel `json:"panels"`
+	}
+	var d struct {
+		Panels []panel `json:"panels"`
+	}
+	if err := json.Unmarshal(board, &d); err != nil {
+		t.Fatalf("dashboard: %v", err)
+	}
+	var out []string
+	var walk func([]panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			if p.Title == title {
+				for _, tg := range p.Targets {
+					out = append(out, strings.ReplaceAll(vars.Replace(tg.Expr), "$__rate_interval", "1m"))
+				}
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	if len(out) == 0 {
+		t.Fatalf("the dashboard has no panel %q", title)
+	}
+	return out
+}
+
+// sumOf is the sum of the values of query's result now.
+func sumOf(ctx context.Context, t *testing.T, prom *stack.Prometheus, query string) float64 {
+	t.Helper()
+	v, err := prom.Query(ctx, query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, s := range v {
+		sum += float64(s.Value)
+	}
+	return sum
 }
