@@ -59,24 +59,12 @@ func TestWorkqueueControllerLabelOnRealScrapes(t *testing.T) {
 	t.Logf("%s fires for job %s: %s", alert, plain, a.Annotations["description"])
 
 	// The two jobs differ by the controller label on the workqueue series alone.
-	for query, want := range map[string][]string{ // want: the jobs, sorted
+	wantJobs(ctx, t, prom, map[string][]string{ // want: the jobs, sorted
 		`count by (job) (workqueue_adds_total{name="` + name + `", controller=""})`:                {plain},
 		`count by (job) (workqueue_adds_total{name="` + name + `", controller="` + name + `"})`:    {relabeled},
 		`count by (job) ({__name__=~".+:workqueue_.+", controller="` + name + `"})`:                {relabeled},
 		`count by (job) (controller_runtime_max_concurrent_reconciles{controller="` + name + `"})`: {plain, relabeled},
-	} {
-		v, err := prom.Query(ctx, query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, s := range v {
-			got = append(got, string(s.Metric["job"]))
-		}
-		if !slices.Equal(slices.Sorted(slices.Values(got)), want) {
-			t.Errorf("%s: jobs %v, want %v", query, got, want)
-		}
-	}
+	})
 
 	alerts, err := prom.API().Alerts(ctx)
 	if err != nil {
@@ -136,22 +124,10 @@ func TestMaxConcurrentReconcilesKeptOnRealScrapes(t *testing.T) {
 	}
 
 	// The premise: the jobs differ by the one series, and both keep the reconcile series.
-	for query, want := range map[string][]string{ // want: the jobs, sorted
+	wantJobs(ctx, t, prom, map[string][]string{ // want: the jobs, sorted
 		`count by (job) (controller_runtime_reconcile_total{controller="` + name + `", result="success"})`: {dropping, kept},
 		`count by (job) (controller_runtime_max_concurrent_reconciles{controller="` + name + `"})`:         {kept},
-	} {
-		v, err := prom.Query(ctx, query)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, s := range v {
-			got = append(got, string(s.Metric["job"]))
-		}
-		if !slices.Equal(slices.Sorted(slices.Values(got)), want) {
-			t.Errorf("%s: jobs %v, want %v", query, got, want)
-		}
-	}
+	})
 
 	alerts, err := prom.API().Alerts(ctx)
 	if err != nil {
@@ -163,6 +139,25 @@ func TestMaxConcurrentReconcilesKeptOnRealScrapes(t *testing.T) {
 			t.Errorf("%s is %s for job %s, which keeps the series as the runbook says", alert, a.State, job)
 		case n == blind && job == dropping:
 			t.Errorf("%s is %s for job %s, which drops the series it looks controllers up by", n, a.State, job)
+		}
+	}
+}
+
+// wantJobs checks that the result of each query of want holds one series for each of its jobs
+// (sorted) and for no other job.
+func wantJobs(ctx context.Context, t *testing.T, prom *stack.Prometheus, want map[string][]string) {
+	t.Helper()
+	for query, jobs := range want {
+		v, err := prom.Query(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range v {
+			got = append(got, string(s.Metric["job"]))
+		}
+		if !slices.Equal(slices.Sorted(slices.Values(got)), jobs) {
+			t.Errorf("%s: jobs %v, want %v", query, got, jobs)
 		}
 	}
 }
