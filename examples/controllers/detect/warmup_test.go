@@ -141,16 +141,8 @@ func TestWarmingStandbyIsNotABacklog(t *testing.T) {
 		} else if len(v) > 0 {
 			oldHeld++
 		}
-		if v, err = e.prom.Query(ctx, by+"(workqueue_depth"+sel+")"); err != nil {
-			t.Fatal(err)
-		} else if len(v) > 0 {
-			deepest = max(deepest, float64(v[0].Value))
-		}
-		if v, err = e.prom.Query(ctx, recorded); err != nil {
-			t.Fatal(err)
-		} else if len(v) > 0 {
-			recordedMax = max(recordedMax, float64(v[0].Value))
-		}
+		deepest = max(deepest, sumOf(ctx, t, e.prom, by+"(workqueue_depth"+sel+")"))
+		recordedMax = max(recordedMax, sumOf(ctx, t, e.prom, recorded))
 		panelCountedMax = max(panelCountedMax, sumOf(ctx, t, e.prom, panel[0]))
 		panelStandbyMax = max(panelStandbyMax, sumOf(ctx, t, e.prom, panel[1]))
 		select {
