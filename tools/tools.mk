@@ -6,12 +6,18 @@
 
 TOOLS_DIR := $(CURDIR)/tools
 
-KUBE_VERSION := v1.36.3
-KUBE_LDFLAGS := -X k8s.io/component-base/version.gitVersion=$(KUBE_VERSION) \
-	-X k8s.io/component-base/version.gitMajor=1 \
-	-X k8s.io/component-base/version.gitMinor=36 \
+# pin reads the version a tool module's go.mod requires of module $(2): the binaries report the
+# version they are built from, so a version bump is one edit of go.mod.
+pin = $(shell awk '($$1 == "$(2)" || $$1 == "require" && $$2 == "$(2)") && $$NF ~ /^v[0-9]/ { print $$NF }' $(TOOLS_DIR)/$(1)/go.mod)
+# kube-apiserver's version is its module's: k8s.io/kubernetes v1.36.3.
+KUBE_VERSION := $(call pin,kube-apiserver,k8s.io/kubernetes)
+KUBE_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(or $(KUBE_VERSION),$(error no k8s.io/kubernetes version in tools/kube-apiserver/go.mod)) \
+	-X k8s.io/component-base/version.gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(KUBE_VERSION)))) \
+	-X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(KUBE_VERSION))) \
 	-X k8s.io/component-base/version.gitTreeState=clean
-PROMETHEUS_LDFLAGS := -X github.com/prometheus/common/version.Version=3.15.0
+# Prometheus 3.x.y is the module github.com/prometheus/prometheus v0.3xx.y (3.16.0 is v0.316.0).
+PROMETHEUS_VERSION := $(shell echo '$(call pin,prometheus,github.com/prometheus/prometheus)' | awk -F. '/^v0\.3[0-9][0-9]\./ { print "3." ($$2 - 300) "." $$3 }')
+PROMETHEUS_LDFLAGS = -X github.com/prometheus/common/version.Version=$(or $(PROMETHEUS_VERSION),$(error no Prometheus v0.3xx version in tools/prometheus/go.mod))
 # loopwatch's Prometheus scrapes static targets only: without the service-discovery plugins (cloud
 # SDKs) a cold build downloads half the modules and takes 40% of the time (257 s against 640 s
 # measured here).
