@@ -52,6 +52,7 @@ func run() error {
 	o := benchrules.DefaultOptions()
 	controllers := listFlag{"50", "500"}
 	intervals := listFlag(o.Intervals)
+	var floors listFlag
 	var promArgs, pool repeatedFlag
 	var markdown, jsonOut string
 	flag.StringVar(&o.RuleFile, "rules", o.RuleFile, "rule file to measure")
@@ -70,6 +71,7 @@ func run() error {
 	flag.BoolVar(&o.StandbySeries, "standby-series", o.StandbySeries, "standby replicas expose the controller-runtime series too (flat); false: only the leader does")
 	flag.Float64Var(&o.Scenarios.Backlog, "backlog-share", o.Scenarios.Backlog, "share of controllers with a growing work queue (pending LoopwatchQueueBacklog)")
 	flag.BoolVar(&o.EveryGroup, "every-group", o.EveryGroup, "also measure the slower groups (5m, 30m) at each phase's interval, as copies whose output nothing reads, so that they get -evals evaluations instead of one or none")
+	flag.Var(&floors, "floor", "metrics, comma-separated, whose floors are measured beside the rule file's groups: count(m) and, for a counter, sum(rate(m[5m])), each a group of its own, the least any rule reading all of m's series costs (left out of the count of groups over the target)")
 	flag.Var(&promArgs, "prometheus-arg", "extra Prometheus flag, e.g. --enable-feature=concurrent-rule-eval (repeatable)")
 	flag.DurationVar(&o.Target, "target", o.Target, "evaluation time each group should keep within at p90: the report counts the groups over it and the evaluations that took longer")
 	flag.Var(&pool, "pool", "a JSON report of an earlier run (repeatable, two or more): measure nothing, and report the runs pooled, each group's quantiles over every evaluation of every run")
@@ -79,6 +81,7 @@ func run() error {
 
 	o.Intervals = intervals
 	o.PrometheusArgs = promArgs
+	o.Floors = floors
 	o.Controllers = nil
 	for _, c := range controllers {
 		n, err := strconv.Atoi(c)

@@ -19,7 +19,8 @@ import (
 // the reports (their file names) in the pooled report.
 //
 // The runs must have been measured alike (Prometheus, replicas, scrape interval, history, the
-// history in the head, scraping before measuring, every-group, and the processor where both reports name it): Pool
+// history in the head, scraping before measuring, every-group, the floors measured beside the
+// file, and the processor where both reports name it): Pool
 // refuses reports that differ in any of those.
 // It cannot check that their rule files have the same content; it lists each run's rule file.
 func Pool(reports []*Report, names []string) (*Report, error) {
@@ -30,7 +31,7 @@ func Pool(reports []*Report, names []string) (*Report, error) {
 	out := &Report{
 		RuleFile: first.RuleFile, Prometheus: first.Prometheus, CPUs: first.CPUs, CPUModel: first.CPUModel, Started: first.Started,
 		ScrapeInterval: first.ScrapeInterval, History: first.History, Scraped: first.Scraped, Head: first.Head,
-		Replicas: first.Replicas, EveryGroup: first.EveryGroup, Target: first.Target,
+		Replicas: first.Replicas, EveryGroup: first.EveryGroup, Target: first.Target, Floors: first.Floors,
 	}
 	var errs []error
 	var total time.Duration
@@ -44,6 +45,7 @@ func Pool(reports []*Report, names []string) (*Report, error) {
 			{"scraping before measuring", r.Scraped, first.Scraped},
 			{"history in the head", headOrNone(r.Head), headOrNone(first.Head)},
 			{"every-group", fmt.Sprint(r.EveryGroup), fmt.Sprint(first.EveryGroup)},
+			{"floors", floorsOrNone(r.Floors), floorsOrNone(first.Floors)},
 		} {
 			if d.got != d.want {
 				errs = append(errs, fmt.Errorf("%s: %s is %s, not %s as in %s", names[i], d.what, d.got, d.want, names[0]))
@@ -161,4 +163,12 @@ func headOrNone(head string) string {
 		return "none"
 	}
 	return head
+}
+
+// floorsOrNone names a report's floors (Report.Floors) for Pool's comparison.
+func floorsOrNone(floors []string) string {
+	if len(floors) == 0 {
+		return "none"
+	}
+	return strings.Join(floors, ",")
 }

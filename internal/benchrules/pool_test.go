@@ -122,12 +122,12 @@ func TestPoolReadsItsOwnJSON(t *testing.T) {
 func TestPoolRefusesRunsMeasuredDifferently(t *testing.T) {
 	t0 := time.Now()
 	a, b := poolRun(t0, time.Minute, 0, 0, 10), poolRun(t0, time.Minute, 0, 0, 10)
-	b.Replicas, b.ScrapeInterval, b.Head = 1, "30s", "2h0m0s"
+	b.Replicas, b.ScrapeInterval, b.Head, b.Floors = 1, "30s", "2h0m0s", []string{"x_total", "y"}
 	_, err := Pool([]*Report{a, b}, []string{"a.json", "b.json"})
 	if err == nil {
-		t.Fatal("pooled runs with different replicas, scrape intervals and history in the head")
+		t.Fatal("pooled runs with different replicas, scrape intervals, history in the head and floors")
 	}
-	for _, want := range []string{"b.json: replicas is 1, not 3", "scrape interval is 30s, not 15s", "history in the head is 2h0m0s, not none as in a.json"} {
+	for _, want := range []string{"b.json: replicas is 1, not 3", "scrape interval is 30s, not 15s", "history in the head is 2h0m0s, not none as in a.json", "floors is x_total,y, not none"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}

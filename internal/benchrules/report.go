@@ -30,6 +30,8 @@ type Report struct {
 	Replicas int    `json:"replicas"`
 	// EveryGroup: the slower groups were evaluated at each phase's interval too.
 	EveryGroup bool `json:"everyGroup"`
+	// Floors are the metrics whose floor groups were measured beside the file's (Options.Floors).
+	Floors []string `json:"floors,omitempty"`
 	// Target is the evaluation time each group's evaluations are counted against
 	// (Options.Target), as a Go duration; empty in reports written before it existed.
 	Target string `json:"target,omitempty"`
@@ -162,6 +164,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.EveryGroup {
 		b.WriteString("Every group, the slower ones (an interval of their own) too, was evaluated at each phase's interval (`-every-group`): the slower groups have as many evaluations as the others.\n\n")
 	}
+	if len(r.Floors) > 0 {
+		fmt.Fprintf(&b, "*%s…* groups (`-floor`, for %s) read every series of one metric and do as little with them as a rule can: `count()`, one sample of each, and for a counter `sum(rate(…[5m]))`. Measured beside the file's groups, under the same load, they are the least any rule that reads all of that metric costs this Prometheus; they are not counted among the groups over the target.\n\n", strings.TrimSpace(floorPrefix), strings.Join(r.Floors, ", "))
+	}
 	b.WriteString("*Read into blocks (reach)*: the evaluations whose queries read back into the backfilled blocks, before the history Prometheus' head started with (reach: the longest range plus offset the group's queries read, or the 5-minute lookback). Every selector of such a query also searches the blocks the span touches, which costs more than reading the head alone. A running Prometheus holds its last 1 to 3 hours in its head: a reach within that reads blocks here only when the head started with less.\n\n")
 	r.summary(&b)
 	target, _ := r.target()
@@ -233,7 +238,7 @@ func (r *Report) summary(b *strings.Builder) {
 			for _, g := range c.ph.Groups {
 				// A slower group's copy stands for it at the phase's interval: the group at its
 				// own interval has one evaluation or none, not a p90.
-				if g.Evaluations == 0 || strings.HasSuffix(g.Name, ownIntervalSuffix) {
+				if g.Evaluations == 0 || strings.HasSuffix(g.Name, ownIntervalSuffix) || isFloor(g.Name) {
 					continue
 				}
 				of++
@@ -247,6 +252,9 @@ func (r *Report) summary(b *strings.Builder) {
 		for _, c := range cols {
 			over, of := 0, 0
 			for _, g := range c.ph.Groups {
+				if isFloor(g.Name) {
+					continue
+				}
 				over += g.over(target)
 				of += len(g.Runs)
 			}
@@ -367,6 +375,9 @@ func (f FleetResult) expensiveRules(b *strings.Builder, top int) {
 	}
 	var rows []row
 	for _, g := range ph.Groups {
+		if isFloor(g.Name) {
+			continue
+		}
 		for _, r := range g.Rules {
 			rw := row{group: g.Name, r: r}
 			for _, q := range f.Queries {

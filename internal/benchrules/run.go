@@ -71,6 +71,9 @@ type Options struct {
 	// it runs. A copy of each is evaluated at the phase's interval, writing series nothing reads,
 	// beside the group itself at its own interval (see ruleFile.withInterval).
 	EveryGroup bool
+	// Floors are metrics whose floor groups are measured beside the file's (see
+	// ruleFile.addFloors): what reading all of a metric's series costs this Prometheus.
+	Floors []string
 	// PrometheusArgs are appended to Prometheus' command line.
 	PrometheusArgs []string
 	// Target is the evaluation time a group should keep within at p90 (issue 17's budget): the
@@ -146,6 +149,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rf.everyGroup = o.EveryGroup
+	if err := rf.addFloors(o.Floors); err != nil {
+		return nil, fmt.Errorf("options: %w", err)
+	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -157,7 +163,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		RuleFile: o.RuleFile, Started: time.Now().UTC(), CPUs: runtime.NumCPU(), CPUModel: cpuModel(),
 		Prometheus: prometheusVersion(bin), ScrapeInterval: o.ScrapeInterval.String(),
 		History: o.History.String(), Scraped: o.scraped().String(), Replicas: o.Replicas,
-		EveryGroup: o.EveryGroup, Target: o.Target.String(),
+		EveryGroup: o.EveryGroup, Target: o.Target.String(), Floors: o.Floors,
 	}
 	if o.Head > 0 {
 		rep.Head = o.Head.String()
