@@ -29,6 +29,10 @@
 //     by replaying its expression once as an instant query with stats=all (Prometheus counts
 //     samples per query, not per rule).
 //
+// With Options.Floors, each named metric also gets floor groups measured beside the file's (see
+// ruleFile.addFloors): the least any rule that reads all of that metric costs this Prometheus on
+// this machine, the baseline a run carries for the cost of the groups that read it.
+//
 // The report is Markdown (the summary table goes into the README's performance section) and JSON;
 // it counts, per group, the evaluations over Options.Target. Pool merges the JSON reports of
 // several runs, for a group's tail read over more evaluations than one run has.
