@@ -65,7 +65,7 @@ unit: lint ## The fast loop: gofmt, go vet and every Go test that needs no real 
 CI_SCENES ?= healthy,write-fight,replica-race,relist-storm,error-storm,leader-lost,unserved-metrics
 
 test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz, the e2e matrix's CI scenes.
-	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -timeout 60m ./...
 	$(GO) -C tools/prometheus test -tags '$(PROMETHEUS_TAGS)' -count=1 -run . -bench . -benchtime 1x .
 	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_SCENARIOS=$(CI_SCENES) LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix-ci.md $(GO) test -count=1 -run '^TestMatrix$$' -timeout 30m ./e2e/
 	@cat $(BIN)/e2e-matrix-ci.md
