@@ -92,9 +92,9 @@ func runPromtool(t *testing.T, args ...string) ([]byte, error) {
 	} else if err != nil {
 		t.Fatalf("stat promtool: %v", err)
 	}
-	// A guard against a promtool that hangs, not a budget: one run over every test file takes
-	// about 3 minutes alone on 2 cores, and over 5 minutes on a slower machine of this kind
-	// while another test package runs beside it (2026-12-01); go test's -timeout (60m in make test) bounds the rest.
+	// A guard against a promtool that hangs, not a budget: one run over every test file took
+	// about 3 minutes on 2 cores (2026-11-29) and 8 minutes alone on a slower machine of this
+	// kind (2026-12-01); go test's -timeout (60m in make test) bounds the package.
 	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
 	defer cancel()
 	return exec.CommandContext(ctx, bin, args...).CombinedOutput()
