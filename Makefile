@@ -40,7 +40,7 @@ check-generated: $(BIN)/controller-gen ## Fail when the committed generated file
 	  diff -r -x '*.go' -x scenarios "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
 	done
 	@$(GO) run ./internal/refdocs
-	@git diff --exit-code --stat -- docs/configuration.md docs/runbooks/README.md || { echo "reference docs are stale: run 'make generate' and commit" >&2; exit 1; }
+	@git diff --exit-code --stat -- docs/configuration.md docs/runbooks/README.md docs/exporter.md || { echo "reference docs are stale: run 'make generate' and commit" >&2; exit 1; }
 	@$(MAKE) -s generate-operator generate-examples
 	@git diff --exit-code --stat -- operator/api operator/config examples/controllers || { echo "operator's or examples' generated code is stale: run 'make generate' and commit" >&2; exit 1; }
 	@echo "generated files are fresh"

@@ -18,7 +18,9 @@ import (
 // loopwatch alert may be pending or firing; the healthy scene must stay silent. Then
 // `loopwatch diagnose` (its Go API, on the scene's Prometheus) must name the incident's expected
 // cause first, and call every controller of the healthy scene healthy. The table goes to the
-// test log and, when LOOPWATCH_E2E_TABLE names a file, there.
+// test log and, when LOOPWATCH_E2E_TABLE names a file, there; a run of every scene with
+// LOOPWATCH_E2E_RESULTS set to the repository root also writes it into docs/detection.md, with
+// what it measured in docs/results/e2e-matrix.json.
 //
 // It runs when LOOPWATCH_E2E_MATRIX is set (`make e2e`): alone, not beside the other packages'
 // tests, because its time-to-detect figures are only meaningful on an otherwise idle machine.
@@ -61,11 +63,19 @@ func TestMatrix(t *testing.T) {
 		}
 	}
 	c.Close(failed)
+	run := demo.NewMatrixRun(results, stack.Versions("kube-apiserver", "etcd", "prometheus"))
 	var table strings.Builder
-	demo.WriteTable(&table, results)
+	demo.WriteTable(&table, run)
 	t.Log("\n" + table.String())
 	if path := os.Getenv("LOOPWATCH_E2E_TABLE"); path != "" {
 		if err := os.WriteFile(path, []byte(table.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	// The whole matrix, and only it, rewrites the detection page's table: a run of some scenes
+	// says nothing of the others.
+	if root := os.Getenv("LOOPWATCH_E2E_RESULTS"); root != "" && len(scenarios) == len(demo.Scenarios()) {
+		if err := demo.MatrixTable.Write(root, run, table.String()); err != nil {
 			t.Error(err)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package exporter receives Kubernetes audit events (webhook batches, or JSON lines from a file
 // or stdin), attributes them to actors, tracks objects for fights, hot objects and replica races,
-// and exposes the result as Prometheus metrics. See README.md for the metrics.
+// and exposes the result as Prometheus metrics. See docs/exporter.md for the metrics.
 package exporter
 
 import (

@@ -171,44 +171,6 @@ func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	}
 }
 
-// The README's metric table has one row per metric: | `name` | type | labels | meaning |.
-func TestReadmeDocumentsEveryMetric(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows := map[string][]string{}
-	for _, line := range strings.Split(string(readme), "\n") {
-		cells := strings.Split(line, "|")
-		if len(cells) < 5 {
-			continue
-		}
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
-		if name, ok := strings.CutPrefix(cells[1], "`loopwatch_audit_"); ok && strings.HasSuffix(name, "`") {
-			rows[strings.Trim(cells[1], "`")] = cells[2:4]
-		}
-	}
-	for _, m := range catalogue.FromSource(catalogue.SourceExporter) {
-		row, ok := rows[m.Name]
-		if !ok {
-			t.Errorf("README.md has no table row for %s", m.Name)
-			continue
-		}
-		delete(rows, m.Name)
-		if row[0] != string(m.Type) {
-			t.Errorf("README.md says %s is a %s, the catalogue a %s", m.Name, row[0], m.Type)
-		}
-		if want := strings.Join(m.Labels, ", "); row[1] != want {
-			t.Errorf("README.md lists the labels of %s as %q, the catalogue %q", m.Name, row[1], want)
-		}
-	}
-	for name := range rows {
-		t.Errorf("README.md documents %s, which the catalogue does not declare", name)
-	}
-}
-
 func TestExporterDeletesTheSeriesOfADemotedActor(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	clock := &fakeClock{now: t0}
@@ -272,10 +234,10 @@ func TestExporterCountsInitialListsOfWatchListClients(t *testing.T) {
 	}
 }
 
-// TestReadmeStatesTheMemoryBound: the Bounds table's default column is what MemoryBound computes
-// for the default configuration.
-func TestReadmeStatesTheMemoryBound(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+// TestDocsStateTheMemoryBound: the Bounds table's default column in docs/exporter.md is what
+// MemoryBound computes for the default configuration.
+func TestDocsStateTheMemoryBound(t *testing.T) {
+	readme, err := os.ReadFile("../docs/exporter.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,12 +255,12 @@ func TestReadmeStatesTheMemoryBound(t *testing.T) {
 			if strings.HasPrefix(line, part) {
 				found = true
 				if !strings.Contains(line, want) {
-					t.Errorf("README's %s row does not state %s: %s", part, want, line)
+					t.Errorf("docs/exporter.md's %s row does not state %s: %s", part, want, line)
 				}
 			}
 		}
 		if !found {
-			t.Errorf("README has no %s row in its Bounds table", part)
+			t.Errorf("docs/exporter.md has no %s row in its Bounds table", part)
 		}
 	}
 }

@@ -54,7 +54,7 @@ func run() error {
 	intervals := listFlag(o.Intervals)
 	var floors listFlag
 	var promArgs, pool repeatedFlag
-	var markdown, jsonOut string
+	var markdown, jsonOut, resultsRoot string
 	flag.StringVar(&o.RuleFile, "rules", o.RuleFile, "rule file to measure")
 	flag.Var(&controllers, "controllers", "fleet sizes, comma-separated; each is measured on its own Prometheus")
 	flag.IntVar(&o.Replicas, "replicas", o.Replicas, "replicas (scrape targets) per controller")
@@ -77,6 +77,7 @@ func run() error {
 	flag.Var(&pool, "pool", "a JSON report of an earlier run (repeatable, two or more): measure nothing, and report the runs pooled, each group's quantiles over every evaluation of every run")
 	flag.StringVar(&markdown, "out", "", "write the Markdown report here as well as to stdout")
 	flag.StringVar(&jsonOut, "json", "", "write the JSON report here")
+	flag.StringVar(&resultsRoot, "results", "", "repository root: also write the report into docs/performance.md's rule-cost table, and its JSON into docs/results/ (make bench-rules does, for the committed rule file)")
 	flag.Parse()
 
 	o.Intervals = intervals
@@ -95,7 +96,7 @@ func run() error {
 		if err != nil {
 			return err
 		}
-		return write(rep, markdown, jsonOut)
+		return write(rep, markdown, jsonOut, resultsRoot)
 	}
 	logger := log.New(os.Stderr, "", log.Ltime)
 	o.Logf = logger.Printf
@@ -105,7 +106,7 @@ func run() error {
 	start := time.Now()
 	rep, runErr := benchrules.Run(ctx, o)
 	if rep != nil {
-		if err := write(rep, markdown, jsonOut); err != nil {
+		if err := write(rep, markdown, jsonOut, resultsRoot); err != nil {
 			return err
 		}
 	}
@@ -135,7 +136,7 @@ func poolReports(paths []string, target time.Duration) (*benchrules.Report, erro
 	return rep, nil
 }
 
-func write(rep *benchrules.Report, markdown, jsonOut string) error {
+func write(rep *benchrules.Report, markdown, jsonOut, resultsRoot string) error {
 	var b strings.Builder
 	if err := rep.WriteMarkdown(&b); err != nil {
 		return err
@@ -154,6 +155,9 @@ func write(rep *benchrules.Report, markdown, jsonOut string) error {
 		if err := os.WriteFile(jsonOut, append(raw, '\n'), 0o644); err != nil {
 			return fmt.Errorf("write %s: %w", jsonOut, err)
 		}
+	}
+	if resultsRoot != "" {
+		return benchrules.ResultsTable.Write(resultsRoot, rep, b.String())
 	}
 	return nil
 }

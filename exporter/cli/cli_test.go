@@ -144,10 +144,10 @@ func TestExporterCommandIngestsAFileAndServesMetrics(t *testing.T) {
 	}
 }
 
-// TestReadmeNamesEveryExporterFlag: the exporter README's Flags table lists every flag of the
+// TestDocsNameEveryExporterFlag: the Flags table of docs/exporter.md lists every flag of the
 // command.
-func TestReadmeNamesEveryExporterFlag(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+func TestDocsNameEveryExporterFlag(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "docs", "exporter.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestReadmeNamesEveryExporterFlag(t *testing.T) {
 	section, _, _ = strings.Cut(section, "\n## ")
 	NewExporterCommand().Flags().VisitAll(func(f *pflag.Flag) {
 		if !strings.Contains(section, "`--"+f.Name+"`") {
-			t.Errorf("README's Flags section does not name --%s", f.Name)
+			t.Errorf("docs/exporter.md's Flags section does not name --%s", f.Name)
 		}
 	})
 }

@@ -192,24 +192,6 @@ func readCPUTimes() cpuTimes {
 	return c
 }
 
-// cpuModel reads the first processor's model name from /proc/cpuinfo ("" when unavailable).
-func cpuModel() string {
-	raw, err := os.ReadFile("/proc/cpuinfo")
-	if err != nil {
-		return ""
-	}
-	return parseCPUModel(string(raw))
-}
-
-func parseCPUModel(cpuinfo string) string {
-	for line := range strings.Lines(cpuinfo) {
-		if key, value, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(key) == "model name" {
-			return strings.TrimSpace(value)
-		}
-	}
-	return ""
-}
-
 // loadAverage reads the 1-minute load average (0 when unavailable).
 func loadAverage() float64 {
 	raw, err := os.ReadFile("/proc/loadavg")

@@ -147,13 +147,3 @@ func TestPoolRefusesRunsMeasuredDifferently(t *testing.T) {
 		t.Errorf("pooling with a report that names no processor: %v", err)
 	}
 }
-
-func TestParseCPUModel(t *testing.T) {
-	info := "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: Oxide Virtual Turin-like Processor\nflags\t\t: fpu\n\nprocessor\t: 1\nmodel name\t: other\n"
-	if got := parseCPUModel(info); got != "Oxide Virtual Turin-like Processor" {
-		t.Errorf("parseCPUModel = %q", got)
-	}
-	if got := parseCPUModel("processor\t: 0\n"); got != "" {
-		t.Errorf("parseCPUModel without a model name = %q, want empty", got)
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loopwatch/loopwatch/internal/results"
 	"net"
 	"net/http"
 	"os"
@@ -160,7 +161,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{
-		RuleFile: o.RuleFile, Started: time.Now().UTC(), CPUs: runtime.NumCPU(), CPUModel: cpuModel(),
+		RuleFile: o.RuleFile, Started: time.Now().UTC(), CPUs: runtime.NumCPU(), CPUModel: results.CPUModel(),
 		Prometheus: prometheusVersion(bin), ScrapeInterval: o.ScrapeInterval.String(),
 		History: o.History.String(), Scraped: o.scraped().String(), Replicas: o.Replicas,
 		EveryGroup: o.EveryGroup, Target: o.Target.String(), Floors: o.Floors,

@@ -55,7 +55,7 @@ func Run(ctx context.Context, opts RunOptions) (err error) {
 	}()
 	res, s := c.RunIncident(ctx, inc, true)
 	fmt.Fprintln(opts.Out)
-	WriteTable(opts.Out, []Result{res})
+	WriteTable(opts.Out, NewMatrixRun([]Result{res}, nil))
 	if res.Err != nil {
 		return res.Err
 	}

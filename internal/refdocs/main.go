@@ -1,6 +1,7 @@
-// Command refdocs writes the reference documents derived from the generator's declarations:
+// Command refdocs writes the reference documents derived from the declarations:
 // docs/configuration.md (every config field and every alert setting with its default and
-// meaning, and the mixin's `_config` keys) and docs/runbooks/README.md (the runbook index).
+// meaning, and the mixin's `_config` keys), docs/runbooks/README.md (the runbook index) and the
+// exporter's metric table in docs/exporter.md (from the metrics catalogue).
 // `make generate` runs it from the repository root; `make check-generated` fails when the
 // committed copies are stale.
 package main
@@ -17,7 +18,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/gen"
+	"github.com/loopwatch/loopwatch/internal/results"
 	"github.com/prometheus/common/model"
 )
 
@@ -51,7 +54,20 @@ func run() error {
 			return err
 		}
 	}
-	return nil
+	return exporterMetrics.WriteBody(".", exporterMetricTable())
+}
+
+// exporterMetrics is the metric table of docs/exporter.md.
+var exporterMetrics = results.Table{Name: "exporter-metrics", Page: "docs/exporter.md", Command: "make generate"}
+
+// exporterMetricTable lists every family the audit exporter serves, from the catalogue.
+func exporterMetricTable() string {
+	var b strings.Builder
+	b.WriteString("| metric | type | labels | meaning |\n|---|---|---|---|\n")
+	for _, m := range catalogue.FromSource(catalogue.SourceExporter) {
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", m.Name, m.Type, strings.Join(m.Labels, ", "), cell(m.Help))
+	}
+	return b.String()
 }
 
 const header = "<!-- " + gen.Header + " (go run ./internal/refdocs) -->\n"

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -167,4 +168,27 @@ func freePort() (string, error) {
 	}
 	_, port, err := net.SplitHostPort(addr)
 	return port, err
+}
+
+// Versions names each pinned binary of names by the first line its --version prints
+// ("Kubernetes v1.36.3", "prometheus, version 3.16.0 (…)"), for the tables that say what they
+// measured on; a binary that cannot tell is named "<name> (version unknown)".
+func Versions(names ...string) []string {
+	var out []string
+	for _, name := range names {
+		v := name + " (version unknown)"
+		if path, err := LookPath(name); err == nil {
+			if raw, err := exec.Command(path, "--version").Output(); err == nil {
+				line, _, _ := strings.Cut(string(raw), "\n")
+				if line = strings.TrimSpace(line); line != "" {
+					v = line
+					if before, _, ok := strings.Cut(line, " (branch"); ok {
+						v = before
+					}
+				}
+			}
+		}
+		out = append(out, v)
+	}
+	return out
 }
