@@ -8,12 +8,16 @@ export KUBEBUILDER_ASSETS := $(BIN)
 export LOOPWATCH_BIN := $(BIN)
 GO ?= go
 
+# TIMED prefixes each build recipe: empty, unless TIMING_LOG names a file, where tools/timed then
+# appends each build's target, start and end (make cold-start reads it).
+TIMED = $(if $(TIMING_LOG),$(CURDIR)/tools/timed $(TIMING_LOG) $(notdir $@),)
+
 # Pinned tools (kube-apiserver, etcd, prometheus, promtool, jsonnet, ...) are built from tools/go.mod.
 include tools/tools.mk
 
 .PHONY: help
 help: ## List the targets.
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
 .PHONY: generate
 generate: generate-operator generate-examples ## Rebuild rules/, dashboards/, jsonnet/, testrules/ and the reference docs from the declarations (gen/), and the operator's generated code.
@@ -78,14 +82,14 @@ fuzz-brief: ## Fuzz the audit decoder against encoding/json for FUZZTIME (30s; r
 SCENARIO ?= write-fight
 KEEP ?=
 .PHONY: demo
-demo: ## One incident on a real control plane + exporter + operator + Prometheus (SCENARIO=<name>, KEEP=1 keeps it up; go run ./cmd/loopwatch-demo -list).
-	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
-	$(GO) run ./cmd/loopwatch-demo -scenario=$(SCENARIO) $(if $(KEEP),-keep)
+demo: ## One incident on a real control plane + exporter + operator + Prometheus (SCENARIO=<name>, KEEP=1 keeps it up; bin/loopwatch-demo -list).
+	@$(MAKE) -j4 --no-print-directory $(DEMO_TOOLS) demo-binaries
+	$(BIN)/loopwatch-demo -scenario=$(SCENARIO) $(if $(KEEP),-keep)
 
 .PHONY: e2e
-e2e: ## The e2e matrix (every incident in a scene of its own, its alerts alone within `for` + 1m, diagnose naming its cause; table in bin/e2e-matrix.md) and the demo's KEEP/Ctrl-C tests; about 18 minutes, not in CI.
+e2e: ## The e2e matrix (every incident in a scene of its own, its alerts alone within `for` + 1m, diagnose naming its cause; writes docs/detection.md's table) and the demo's KEEP/Ctrl-C tests; about 18 minutes, not in CI.
 	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
-	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix.md $(GO) test -count=1 -v -run '^(TestMatrix|TestDemo.*)$$' -timeout 60m ./e2e/
+	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix.md LOOPWATCH_E2E_RESULTS=$(CURDIR) $(GO) test -count=1 -v -run '^(TestMatrix|TestDemo.*)$$' -timeout 60m ./e2e/
 
 .PHONY: soak
 soak: ## 30 minutes of a healthy operator under the production rules: nothing may go pending (table in bin/soak.md; not in CI).
@@ -102,20 +106,33 @@ BENCH_INTERVALS ?= 15s,default
 BENCH_EVALS ?= 10
 BENCH_ARGS ?=
 BENCH_ALERTS ?= .
+# The floors measured beside the rules: the least a rule reading all of each costs.
+BENCH_FLOORS ?= rest_client_requests_total,controller_runtime_reconcile_total
+# The committed rule file's report goes into docs/performance.md; another file's only to tmp/.
+BENCH_RESULTS = $(if $(filter rules/loopwatch.rules.yaml,$(BENCH_RULES)),-results $(CURDIR))
 
 .PHONY: bench-rules
-bench-rules: tools ## Rule evaluation cost on a real Prometheus for 50 and 500 synthetic controllers × 3 replicas with 72h of history (~45 min; not part of test). Report in tmp/bench-rules.{md,json}.
+bench-rules: $(BIN)/prometheus ## Rule evaluation cost on a real Prometheus for 50 and 500 synthetic controllers × 3 replicas with 72h of history, beside the floors (~45 min; not part of test). Report in tmp/bench-rules.{md,json} and, for the committed rules, docs/performance.md.
 	$(GO) build -o $(BIN)/loopwatch-bench-rules ./cmd/loopwatch-bench-rules
 	@mkdir -p tmp
 	$(BIN)/loopwatch-bench-rules -rules $(BENCH_RULES) -controllers $(BENCH_CONTROLLERS) -intervals $(BENCH_INTERVALS) \
-		-evals $(BENCH_EVALS) -out tmp/bench-rules.md -json tmp/bench-rules.json $(BENCH_ARGS)
+		-evals $(BENCH_EVALS) -floor $(BENCH_FLOORS) -out tmp/bench-rules.md -json tmp/bench-rules.json $(BENCH_RESULTS) $(BENCH_ARGS)
+
+BENCH_COUNT ?= 5
+.PHONY: bench-exporter
+bench-exporter: ## The audit exporter's decoder and pipeline benchmarks against encoding/json, BENCH_COUNT runs each; writes docs/performance.md's table (~5 min).
+	$(GO) run ./internal/benchexporter -count $(BENCH_COUNT) -results $(CURDIR)
 
 .PHONY: bench-alert-instances
 bench-alert-instances: ## What each alert's instances cost the pinned Prometheus beyond its query: every alert of BENCH_RULES with 295 instances (LOOPWATCH_ALERT_INSTANCES), as generated, with its templated fields only, and without fields (~2 min; BENCH_ALERTS=<regexp> for some).
 	LOOPWATCH_RULES=$(abspath $(BENCH_RULES)) $(GO) -C tools/prometheus test -tags '$(PROMETHEUS_TAGS)' -run '^$$' -bench 'AlertInstances/$(BENCH_ALERTS)/' -benchtime 20x -benchmem -count 3 .
 
+# One go build for several binaries compiles the packages they share once, and links them side by
+# side.
 .PHONY: binaries
-binaries: ## Build loopwatch, backup-operator and example-controller into bin/ (the demo and the detection tests run them as processes).
-	$(GO) build -o $(BIN)/loopwatch ./cmd/loopwatch
-	$(GO) build -o $(BIN)/backup-operator ./cmd/backup-operator
-	$(GO) build -o $(BIN)/example-controller ./cmd/example-controller
+binaries: ## Build loopwatch, backup-operator, example-controller and loopwatch-demo into bin/ (the demo and the detection tests run them as processes).
+	$(TIMED) $(GO) build -o $(BIN)/ ./cmd/loopwatch ./cmd/backup-operator ./cmd/example-controller ./cmd/loopwatch-demo
+
+.PHONY: demo-binaries
+demo-binaries: ## Build only what make demo runs of the project: loopwatch, backup-operator and loopwatch-demo.
+	$(TIMED) $(GO) build -o $(BIN)/ ./cmd/loopwatch ./cmd/backup-operator ./cmd/loopwatch-demo
