@@ -86,6 +86,10 @@ demo: ## One incident on a real control plane + exporter + operator + Prometheus
 	@$(MAKE) -j4 --no-print-directory $(DEMO_TOOLS) demo-binaries
 	$(BIN)/loopwatch-demo -scenario=$(SCENARIO) $(if $(KEEP),-keep)
 
+.PHONY: cold-start
+cold-start: ## What a newcomer waits for: make demo on a fresh clone of HEAD with empty Go caches; writes the README's first-alert sentence and docs/testing.md's table of where the time went (~10 min; run it on an idle machine).
+	$(GO) run ./internal/coldstart -results $(CURDIR)
+
 .PHONY: e2e
 e2e: ## The e2e matrix (every incident in a scene of its own, its alerts alone within `for` + 1m, diagnose naming its cause; writes docs/detection.md's table) and the demo's KEEP/Ctrl-C tests; about 18 minutes, not in CI.
 	@$(MAKE) -j3 --no-print-directory $(DEMO_TOOLS) binaries
