@@ -276,7 +276,7 @@ func (b *builder) templateVars(vars []variableSpec) []dashboard.VariableModel {
 	b.fail(err, "datasource variable")
 	dsVar.Refresh = ptr(dashboard.VariableRefreshOnDashboardLoad)
 	dsVar.Options = []dashboard.VariableOption{}
-	out := []dashboard.VariableModel{dsVar}
+	out := []dashboard.VariableModel{withoutIntervalFields(dsVar)}
 	for _, v := range vars {
 		qv, err := dashboard.NewQueryVariableBuilder(v.name).
 			Label(v.label).
@@ -297,9 +297,16 @@ func (b *builder) templateVars(vars []variableSpec) []dashboard.VariableModel {
 			}).
 			Build()
 		b.fail(err, "variable %q", v.name)
-		out = append(out, qv)
+		out = append(out, withoutIntervalFields(qv))
 	}
 	return out
+}
+
+// withoutIntervalFields drops the interval variables' fields (auto, auto_min, auto_count) the
+// foundation SDK's builders set on every variable.
+func withoutIntervalFields(v dashboard.VariableModel) dashboard.VariableModel {
+	v.Auto, v.AutoMin, v.AutoCount = nil, nil, nil
+	return v
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1119,9 +1119,6 @@
         "list": [
           {
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": "default",
               "value": "default",
@@ -1138,9 +1135,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -1169,9 +1163,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -1200,9 +1191,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -1231,9 +1219,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -2000,9 +1985,6 @@
         "list": [
           {
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": "default",
               "value": "default",
@@ -2019,9 +2001,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -2050,9 +2029,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -2081,9 +2057,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -2873,9 +2846,6 @@
         "list": [
           {
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": "default",
               "value": "default",
@@ -2892,9 +2862,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -3370,9 +3337,6 @@
         "list": [
           {
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": "default",
               "value": "default",
@@ -3389,9 +3353,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -3420,9 +3381,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
@@ -3451,9 +3409,6 @@
           {
             "allValue": ".*",
             "allowCustomValue": true,
-            "auto": false,
-            "auto_count": 30,
-            "auto_min": "10s",
             "current": {
               "text": [
                 "All",
