@@ -109,8 +109,8 @@ func (o *PrometheusOperator) Logs() map[string]string {
 	return map[string]string{o.proc.name: o.proc.logPath}
 }
 
-// ManagedResources reads prometheus_operator_managed_resources for resource (such as
-// "prometheusrules") from the operator's own /metrics, by state ("selected", "rejected"), summed
+// ManagedResources reads prometheus_operator_managed_resources for resource (a kind, such as
+// "PrometheusRule") from the operator's own /metrics, by state ("selected", "rejected"), summed
 // over the operator's controllers. A rejected PrometheusRule shows nowhere else but in a Warning
 // event.
 func (o *PrometheusOperator) ManagedResources(ctx context.Context, resource string) (map[string]float64, error) {
