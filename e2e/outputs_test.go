@@ -43,9 +43,9 @@ var targetLabels = map[string]string{"cluster": "e2e", "namespace": workloadName
 // the test, so the list cannot go stale. Keys are "<dashboard file>/<panel title>/<refId>", the
 // query's 1-based position standing in for a missing refId.
 var noDataInHealthyRun = map[string]string{
-	"loopwatch-exporter.json/API server audit errors/1":               "kube-apiserver creates apiserver_audit_error_total only when an audit backend fails; the exporter here never does",
-	"loopwatch-apf.json/Rejected requests by controller and reason/1": "API Priority and Fairness rejects nothing at this load (TestAPFFlowSchemasOnRealAPIServer provokes rejections)",
-	"loopwatch-controller.json/Queue depth by priority/2":             "a warming standby's queue: the test controller runs one replica, without EnableWarmup (TestWarmingStandbyIsNotABacklog in examples/controllers/detect runs one)",
+	"loopwatch-exporter.json/API server audit errors/A":               "kube-apiserver creates apiserver_audit_error_total only when an audit backend fails; the exporter here never does",
+	"loopwatch-apf.json/Rejected requests by controller and reason/A": "API Priority and Fairness rejects nothing at this load (TestAPFFlowSchemasOnRealAPIServer provokes rejections)",
+	"loopwatch-controller.json/Queue depth by priority/B":             "a warming standby's queue: the test controller runs one replica, without EnableWarmup (TestWarmingStandbyIsNotABacklog in examples/controllers/detect runs one)",
 }
 
 // recordingRulesWithoutSeries lists recording rules that legitimately yield nothing in this setup,

@@ -4,14 +4,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"os"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/common/model"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 )
 
@@ -110,8 +113,11 @@ type ManifestMeta struct {
 	Name string `json:"name"`
 	// Namespace of the object.
 	Namespace string `json:"namespace"`
-	// Labels of the object: the PrometheusRule's must match the Prometheus' ruleSelector, the
-	// ConfigMaps' the Grafana sidecar's label.
+	// Labels of the object. Labels set in a config are added to the default ones (a default's
+	// value can be changed, not removed). The PrometheusRule's must match the Prometheus'
+	// ruleSelector: kube-prometheus-stack selects release: <its Helm release name>, e.g.
+	// {release: kube-prometheus-stack}. The ConfigMaps' must match the Grafana sidecar's label
+	// (grafana_dashboard: "1" in kube-prometheus-stack).
 	Labels map[string]string `json:"labels"`
 }
 
@@ -346,8 +352,20 @@ func (v *validator) written(path string, f float64) {
 func (v *validator) meta(path string, m ManifestMeta) {
 	if m.Name == "" {
 		v.add(path+".name", "must be set")
+	} else if errs := validation.IsDNS1123Subdomain(m.Name); len(errs) > 0 {
+		v.add(path+".name", "%q is not a valid object name: %s", m.Name, strings.Join(errs, "; "))
 	}
 	if m.Namespace == "" {
 		v.add(path+".namespace", "must be set")
+	} else if errs := validation.IsDNS1123Label(m.Namespace); len(errs) > 0 {
+		v.add(path+".namespace", "%q is not a valid namespace: %s", m.Namespace, strings.Join(errs, "; "))
+	}
+	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.add(path+".labels", "%q is not a valid label name: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(m.Labels[k]); len(errs) > 0 {
+			v.add(path+".labels."+k, "%q is not a valid label value: %s", m.Labels[k], strings.Join(errs, "; "))
+		}
 	}
 }

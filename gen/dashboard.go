@@ -1,27 +1,59 @@
 package gen
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
-	"github.com/grafana-tools/sdk"
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/text"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 )
 
-// Dashboards are built as typed grafana-tools/sdk values from small specs: each dashboard's rows
-// of panels and their queries live in dashboard_<key>.go, the layout (rows of panels on Grafana's
-// 24-column grid) here. A panel's description names the alerts that watch its signal (each
-// alert declares its panel).
+// Dashboards are built as typed values of Grafana's own dashboard schema
+// (github.com/grafana/grafana-foundation-sdk/go, generated from the schemas Grafana validates
+// dashboards with) from small specs: each dashboard's rows of panels and their queries live in
+// dashboard_<key>.go, the layout (rows of panels on Grafana's 24-column grid) here. A panel's
+// description names the alerts that watch its signal (each alert declares its panel).
+//
+// grafana-tools/sdk, which built them before, writes fields Grafana's schema no longer has on
+// every board and panel (rows, style, slug, isNew, span, error, ...) and has no type for the
+// current heatmap and table panels; see CheckDashboard for the schema check.
 
 // Dashboard is one generated Grafana dashboard. Its strings may refer to Params.
 type Dashboard struct {
 	// Key names the dashboard in the config (dashboards.uids) and in file names.
 	Key   string
 	Title string
-	Board *sdk.Board
+	Board *dashboard.Dashboard
 }
 
 // FileName is the dashboard's file name in dashboards/ and its key in the mixin's
 // grafanaDashboards.
 func (d Dashboard) FileName() string { return "loopwatch-" + d.Key + ".json" }
+
+// PanelTitles returns the titles of the dashboard's panels, rows' nested panels included.
+func (d Dashboard) PanelTitles() []string {
+	var out []string
+	for _, p := range d.Board.Panels {
+		switch {
+		case p.Panel != nil && p.Panel.Title != nil:
+			out = append(out, *p.Panel.Title)
+		case p.RowPanel != nil:
+			for _, n := range p.RowPanel.Panels {
+				if n.Title != nil {
+					out = append(out, *n.Title)
+				}
+			}
+		}
+	}
+	return out
+}
 
 // panelKind is the Grafana panel type.
 type panelKind string
@@ -29,7 +61,6 @@ type panelKind string
 const (
 	kindTimeseries panelKind = "timeseries"
 	kindHeatmap    panelKind = "heatmap"
-	kindStat       panelKind = "stat"
 	kindTable      panelKind = "table"
 )
 
@@ -39,6 +70,9 @@ type panelSpec struct {
 	description string
 	kind        panelKind
 	unit        string
+	// value names a table's value column (instant queries give it as "Value"); tables sort by
+	// it, highest first.
+	value string
 	// width in grid columns (of 24); 0 means 12.
 	width   int
 	targets []targetSpec
@@ -67,56 +101,53 @@ const (
 	panelHeight  = 8
 	gridWidth    = 24
 	defaultWidth = 12
-	// datasourceRef is how every panel and variable names the datasource: the dashboard's
-	// own datasource variable.
+	// datasourceVar is how every panel, query and variable names the data source: the
+	// dashboard's own datasource variable.
 	datasourceVar = "${datasource}"
+	// defaultDatasource is the datasource variable's value that Grafana resolves to its default
+	// data source, when it is of the variable's type: the dashboards then need no import-time
+	// substitution (file provisioning, such as the Grafana sidecar's, does none).
+	defaultDatasource = "default"
 )
 
-func datasource() map[string]string {
-	return map[string]string{"type": "prometheus", "uid": datasourceVar}
+func datasource() common.DataSourceRef {
+	return common.DataSourceRef{Type: ptr("prometheus"), Uid: ptr(datasourceVar)}
 }
 
 // newDashboard lays out rows of panels with unique ids and non-overlapping grid positions.
 func (b *builder) newDashboard(key, title, description string, vars []variableSpec, rows []rowSpec) Dashboard {
-	board := sdk.NewBoard(title)
-	board.ID = 0
-	board.UID = b.p.S(key+"DashboardUID", b.cfg.Dashboards.UIDs[key])
-	board.Slug = ""
-	board.Tags = append([]string{}, b.cfg.Dashboards.Tags...)
-	board.Timezone = "utc"
-	board.Editable = true
-	board.SchemaVersion = 39
-	board.Version = 1
-	board.Time = sdk.Time{From: "now-3h", To: "now"}
-	board.Timepicker = sdk.Timepicker{RefreshIntervals: []string{"30s", "1m", "5m", "15m"}, TimeOptions: []string{}}
-	board.GraphTooltip = 1
-	refresh := sdk.BoolString{Flag: true, Value: b.cfg.Dashboards.Refresh}
-	board.Refresh = &refresh
-	board.Links = []sdk.Link{}
-	board.Annotations.List = []sdk.Annotation{}
-	board.Rows = nil
+	board, err := dashboard.NewDashboardBuilder(title).
+		Uid(b.p.S(key+"DashboardUID", b.cfg.Dashboards.UIDs[key])).
+		// Dashboards carry no comment: their description says they are generated.
+		Description(Header+" Edits made here are lost when loopwatch gen writes it again: change its config instead.").
+		Tags(append([]string{}, b.cfg.Dashboards.Tags...)).
+		Timezone("utc").
+		Editable().
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		Time("now-3h", "now").
+		Timepicker(dashboard.NewTimePickerBuilder().RefreshIntervals([]string{"30s", "1m", "5m", "15m"})).
+		Refresh(b.cfg.Dashboards.Refresh).
+		Version(1).
+		Build()
+	b.fail(err, "dashboard %q", key)
 	board.Templating.List = b.templateVars(vars)
-	if description != "" {
-		board.Panels = append(board.Panels, textPanel(description))
-	}
 
-	y := 0
+	y := uint32(0)
 	if description != "" {
+		board.Panels = append(board.Panels, dashboard.PanelOrRowPanel{Panel: b.textPanel(description)})
 		y = 3
 	}
-	var id uint = 1
+	var id uint32 = 1
 	for _, r := range rows {
-		row := &sdk.Panel{
-			CommonPanel: sdk.CommonPanel{OfType: sdk.RowType, Type: "row", Title: r.title, ID: id},
-			RowPanel:    &sdk.RowPanel{Panels: []sdk.Panel{}},
-		}
-		setGrid(row, 0, y, gridWidth, 1)
-		board.Panels = append(board.Panels, row)
+		board.Panels = append(board.Panels, dashboard.PanelOrRowPanel{RowPanel: &dashboard.RowPanel{
+			Type: "row", Title: ptr(r.title), Id: id, Panels: []dashboard.Panel{},
+			GridPos: &dashboard.GridPos{X: 0, Y: y, W: gridWidth, H: 1},
+		}})
 		id++
 		y++
-		x := 0
+		x := uint32(0)
 		for _, ps := range r.panels {
-			w := ps.width
+			w := uint32(ps.width)
 			if w == 0 {
 				w = defaultWidth
 			}
@@ -124,120 +155,158 @@ func (b *builder) newDashboard(key, title, description string, vars []variableSp
 				x, y = 0, y+panelHeight
 			}
 			ps.description = withAlerts(ps.description, b.alertsOnPanel(key, ps.title))
-			p := newPanel(ps)
-			p.ID = id
+			p := b.newPanel(ps)
+			p.Id = ptr(id)
 			id++
-			setGrid(p, x, y, w, panelHeight)
-			board.Panels = append(board.Panels, p)
+			p.GridPos = &dashboard.GridPos{X: x, Y: y, W: w, H: panelHeight}
+			board.Panels = append(board.Panels, dashboard.PanelOrRowPanel{Panel: p})
 			x += w
 		}
 		y += panelHeight
 	}
-	// Panel 0 is the text panel; give it the id after the others so ids stay unique.
+	// The text panel comes first; give it the id after the others so ids stay unique.
 	if description != "" {
-		board.Panels[0].ID = id
+		board.Panels[0].Panel.Id = ptr(id)
 	}
-	return Dashboard{Key: key, Title: title, Board: board}
+	return Dashboard{Key: key, Title: title, Board: &board}
 }
 
-func textPanel(content string) *sdk.Panel {
-	p := sdk.NewText("")
-	p.Title = ""
-	p.IsNew = false
-	p.Span = 0
-	p.TextPanel.Mode = "markdown"
-	p.TextPanel.Content = content
-	setGrid(p, 0, 0, gridWidth, 3)
+// fail records an error of the foundation SDK's builders, which validate what they build
+// against Grafana's schema: Build reports it.
+func (b *builder) fail(err error, format string, args ...any) {
+	if err != nil {
+		b.errs = append(b.errs, fmt.Errorf(format+": %w", append(args, err)...))
+	}
+}
+
+// panel builds a panel, its error recorded.
+func (b *builder) panel(title string, pb cog.Builder[dashboard.Panel]) *dashboard.Panel {
+	p, err := pb.Build()
+	b.fail(err, "panel %q", title)
+	return &p
+}
+
+func (b *builder) textPanel(content string) *dashboard.Panel {
+	p := b.panel("", text.NewPanelBuilder().Mode(text.TextModeMarkdown).Content(content))
+	p.Title = ptr("")
+	p.GridPos = &dashboard.GridPos{X: 0, Y: 0, W: gridWidth, H: 3}
 	return p
 }
 
-func setGrid(p *sdk.Panel, x, y, w, h int) {
-	p.GridPos.X, p.GridPos.Y, p.GridPos.W, p.GridPos.H = &x, &y, &w, &h
-}
-
-func newPanel(ps panelSpec) *sdk.Panel {
-	var p *sdk.Panel
+// newPanel builds a panel of the spec's kind in its current form: options and fieldConfig of the
+// panel plugin (time series, heatmap, table), transformations for tables.
+func (b *builder) newPanel(ps panelSpec) *dashboard.Panel {
+	var p *dashboard.Panel
 	switch ps.kind {
 	case kindHeatmap:
-		p = sdk.NewHeatmap(ps.title)
-		p.Renderer = nil
-		p.HeatmapPanel.DataFormat = "tsbuckets"
-		p.HeatmapPanel.HideZeroBuckets = true
-		p.HeatmapPanel.Color.Mode = "scheme"
-		p.HeatmapPanel.Color.ColorScheme = "interpolateOranges"
-		p.HeatmapPanel.Color.ColorScale = "sqrt"
-		p.HeatmapPanel.Color.Exponent = 0.5
-		p.HeatmapPanel.Legend.Show = true
-		p.HeatmapPanel.Tooltip.Show = true
-		p.HeatmapPanel.XAxis.Show = true
-		p.HeatmapPanel.YAxis.Format = ps.unit
-		p.HeatmapPanel.YAxis.Show = true
-		p.HeatmapPanel.YBucketBound = "upper"
-	case kindStat:
-		p = sdk.NewStat(ps.title)
-		p.Renderer = nil
-		p.StatPanel.Format = ps.unit
-		p.StatPanel.NullPointMode = "connected"
-		p.StatPanel.ValueName = "current"
+		// Prometheus histogram buckets, already bucketed (calculate: false): each row is the
+		// bucket up to its upper bound (le), and empty buckets are not drawn.
+		p = b.panel(ps.title, heatmap.NewPanelBuilder().
+			Calculate(false).
+			RowsFrame(heatmap.NewRowsHeatmapOptionsBuilder().Layout(common.HeatmapCellLayoutLe)).
+			Color(heatmap.NewHeatmapColorOptionsBuilder().
+				Mode(heatmap.HeatmapColorModeScheme).Scheme("Oranges").Fill("dark-orange").
+				Scale(heatmap.HeatmapColorScaleExponential).Exponent(0.5).Steps(64)).
+			FilterValues(heatmap.NewFilterValueRangeBuilder().Le(1e-9)).
+			YAxis(heatmap.NewYAxisConfigBuilder().Unit(ps.unit).AxisPlacement(common.AxisPlacementLeft)).
+			ShowValue(common.VisibilityModeNever).
+			ShowLegend().
+			Tooltip(heatmap.NewHeatmapTooltipBuilder().Mode(common.TooltipDisplayModeSingle).YHistogram(true).ShowColorScale(true)))
 	case kindTable:
-		p = sdk.NewTable(ps.title)
-		p.Renderer = nil
-		p.TablePanel.Transform = "table"
+		if ps.value == "" {
+			b.fail(errors.New("a table names its value column"), "panel %q", ps.title)
+		}
+		// An instant query's frame has a Time column (the query's time) and the value as
+		// "Value": drop the first, name the second, and sort by it.
+		p = b.panel(ps.title, table.NewPanelBuilder().
+			ShowHeader(true).
+			CellHeight(common.TableCellHeightSm).
+			Footer(common.NewTableFooterOptionsBuilder().Show(false).Reducer([]string{}).CountRows(false)).
+			SortBy([]cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName(ps.value).Desc(true)}).
+			WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+				"excludeByName": map[string]any{"Time": true},
+				"renameByName":  map[string]any{"Value": ps.value},
+			}}))
 	default:
-		p = sdk.NewTimeseries(ps.title)
-		p.TimeseriesPanel.FieldConfig.Defaults.Unit = ps.unit
-		p.TimeseriesPanel.Options.Legend = sdk.TimeseriesLegendOptions{Calcs: []string{}, DisplayMode: "list", Placement: "bottom"}
-		p.TimeseriesPanel.Options.Tooltip = sdk.TimeseriesTooltipOptions{Mode: "multi"}
+		p = b.panel(ps.title, timeseries.NewPanelBuilder().
+			Legend(common.NewVizLegendOptionsBuilder().ShowLegend(true).DisplayMode(common.LegendDisplayModeList).Placement(common.LegendPlacementBottom).Calcs([]string{})).
+			Tooltip(common.NewVizTooltipOptionsBuilder().Mode(common.TooltipDisplayModeMulti).Sort(common.SortOrderDescending)))
 	}
-	p.IsNew = false
-	p.Span = 0
-	p.Datasource = datasource()
+	if ps.unit != "" {
+		p.FieldConfig.Defaults.Unit = ptr(ps.unit)
+	}
+	p.Title = ptr(ps.title)
+	p.Datasource = ptr(datasource())
 	if ps.description != "" {
-		d := ps.description
-		p.Description = &d
+		p.Description = ptr(ps.description)
 	}
-	for _, t := range ps.targets {
-		st := sdk.Target{Expr: t.expr, LegendFormat: t.legend, Datasource: datasource(), Instant: t.instant}
+	for i, t := range ps.targets {
+		q := prometheus.NewDataqueryBuilder().Expr(t.expr).Datasource(datasource()).RefId(refID(i))
+		if t.legend != "" {
+			q.LegendFormat(t.legend)
+		}
 		switch {
 		case ps.kind == kindHeatmap:
-			st.Format = "heatmap"
+			q.Format(prometheus.PromQueryFormatHeatmap)
 		case t.instant:
-			st.Format = "table"
+			q.Format(prometheus.PromQueryFormatTable).Instant()
 		default:
-			st.Format = "time_series"
+			q.Format(prometheus.PromQueryFormatTimeSeries).Range()
 		}
-		p.AddTarget(&st)
+		dq, err := q.Build()
+		b.fail(err, "panel %q: query %s", ps.title, refID(i))
+		p.Targets = append(p.Targets, dq)
 	}
 	return p
 }
 
+// refID names a panel's i-th query as Grafana does: A, B, C, ...
+func refID(i int) string { return string(rune('A' + i)) }
+
 // templateVars returns the datasource variable followed by the query variables.
-func (b *builder) templateVars(vars []variableSpec) []sdk.TemplateVar {
-	out := []sdk.TemplateVar{{
-		Name:    "datasource",
-		Label:   "Data source",
-		Type:    "datasource",
-		Query:   "prometheus",
-		Options: []sdk.Option{},
-		Current: sdk.Current{Value: "${DS_PROMETHEUS}", Text: &sdk.StringSliceString{Value: []string{"${DS_PROMETHEUS}"}, Valid: true}},
-	}}
+func (b *builder) templateVars(vars []variableSpec) []dashboard.VariableModel {
+	dsVar, err := dashboard.NewDatasourceVariableBuilder("datasource").
+		Label("Data source").
+		Type("prometheus").
+		Current(dashboard.VariableOption{
+			Text:  dashboard.StringOrArrayOfString{String: ptr(defaultDatasource)},
+			Value: dashboard.StringOrArrayOfString{String: ptr(defaultDatasource)},
+		}).
+		Build()
+	b.fail(err, "datasource variable")
+	dsVar.Refresh = ptr(dashboard.VariableRefreshOnDashboardLoad)
+	dsVar.Options = []dashboard.VariableOption{}
+	out := []dashboard.VariableModel{withoutIntervalFields(dsVar)}
 	for _, v := range vars {
-		out = append(out, sdk.TemplateVar{
-			Name:       v.name,
-			Label:      v.label,
-			Type:       "query",
-			Datasource: datasource(),
-			Query:      map[string]any{"query": "label_values(" + v.query + ", " + v.valueLabel + ")", "refId": "PrometheusVariableQueryEditor-VariableQuery"},
-			Refresh:    sdk.BoolInt{Flag: true, Value: ptr(int64(2))},
-			Options:    []sdk.Option{},
-			IncludeAll: true,
-			AllValue:   ".*",
-			Multi:      true,
-			Sort:       1,
-			Current:    sdk.Current{Value: []string{"$__all"}, Text: &sdk.StringSliceString{Value: []string{"All"}, Valid: true}},
-		})
+		qv, err := dashboard.NewQueryVariableBuilder(v.name).
+			Label(v.label).
+			Datasource(datasource()).
+			Query(dashboard.StringOrMap{Map: map[string]any{
+				"query": "label_values(" + v.query + ", " + v.valueLabel + ")",
+				"refId": "PrometheusVariableQueryEditor-VariableQuery",
+			}}).
+			Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+			Options([]dashboard.VariableOption{}).
+			IncludeAll(true).
+			AllValue(".*").
+			Multi(true).
+			Sort(dashboard.VariableSortAlphabeticalAsc).
+			Current(dashboard.VariableOption{
+				Text:  dashboard.StringOrArrayOfString{ArrayOfString: []string{"All"}},
+				Value: dashboard.StringOrArrayOfString{ArrayOfString: []string{"$__all"}},
+			}).
+			Build()
+		b.fail(err, "variable %q", v.name)
+		out = append(out, withoutIntervalFields(qv))
 	}
 	return out
+}
+
+// withoutIntervalFields drops the interval variables' fields (auto, auto_min, auto_count) the
+// foundation SDK's builders set on every variable.
+func withoutIntervalFields(v dashboard.VariableModel) dashboard.VariableModel {
+	v.Auto, v.AutoMin, v.AutoCount = nil, nil, nil
+	return v
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -12,8 +12,8 @@ func (b *builder) auditDashboard() Dashboard {
 		return rate(sel("loopwatch_audit_writes_total", append([]string{ex, cluster, actor}, extra...)...), "$__rate_interval")
 	}
 	object := []string{"resource", "subresource", "object_namespace", "object_name"}
-	table := func(title, description, metric string, labels ...string) panelSpec {
-		return panelSpec{title: title, description: description, kind: kindTable, width: 24, targets: []targetSpec{{
+	table := func(title, description, metric, value string, labels ...string) panelSpec {
+		return panelSpec{title: title, description: description, kind: kindTable, value: value, width: 24, targets: []targetSpec{{
 			expr:    sumByLabels(append(append([]string{}, object...), labels...), sel(metric, ex, cluster)),
 			instant: true,
 		}}}
@@ -37,15 +37,15 @@ func (b *builder) auditDashboard() Dashboard {
 				targets:     []targetSpec{{expr: sumByLabels([]string{"actor", "resource"}, rate(sel("loopwatch_audit_conflicts_total", ex, cluster, actor), "$__rate_interval")), legend: "{{actor}} {{resource}}"}}},
 		}},
 		{title: "Fights, hot objects and races", panels: []panelSpec{
-			{title: "Handoff matrix", kind: kindTable, width: 24,
+			{title: "Handoff matrix", kind: kindTable, value: "handoffs", width: 24,
 				description: "Writes to an object whose previous write was by another actor, over the dashboard's range. A pair that appears in both directions is a fight.",
 				targets: []targetSpec{{
 					expr:    sumByLabels([]string{"from_actor", "to_actor", "resource"}, "increase("+sel("loopwatch_audit_handoffs_total", ex, cluster)+"[$__range])"),
 					instant: true,
 				}}},
-			table("Active fights", "Objects written alternately by two actors at least N times within the fight window (value: handoffs), with the field manager each writes under and the mutating admission webhook that changed their writes, when one did.", "loopwatch_audit_fight_handoffs", "actor_a", "actor_b", "field_manager_a", "field_manager_b", "mutating_webhook"),
-			table("Hot objects", "One actor rewriting one object faster than the threshold (value: writes per second), with the field manager it writes under and the mutating admission webhook that changed its writes, when one did.", "loopwatch_audit_hot_object_writes_per_second", "actor", "field_manager", "mutating_webhook"),
-			table("Replica races", "Objects written by several pods of one actor within the race window (value: pods).", "loopwatch_audit_replica_race_pods", "actor"),
+			table("Active fights", "Objects written alternately by two actors at least N times within the fight window, with the field manager each writes under and the mutating admission webhook that changed their writes, when one did.", "loopwatch_audit_fight_handoffs", "handoffs", "actor_a", "actor_b", "field_manager_a", "field_manager_b", "mutating_webhook"),
+			table("Hot objects", "One actor rewriting one object faster than the threshold, with the field manager it writes under and the mutating admission webhook that changed its writes, when one did.", "loopwatch_audit_hot_object_writes_per_second", "writes per second", "actor", "field_manager", "mutating_webhook"),
+			table("Replica races", "Objects written by several pods of one actor within the race window.", "loopwatch_audit_replica_race_pods", "pods", "actor"),
 		}},
 		{title: "A controller's own view next to the audit log", panels: []panelSpec{
 			{title: "PATCH rate: client-go vs audit", unit: "ops",

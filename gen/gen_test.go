@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
+	"go.yaml.in/yaml/v3"
 )
 
 var update = flag.Bool("update", false, "rewrite the committed generated files (rules/, dashboards/, jsonnet/)")
@@ -263,6 +265,40 @@ func TestPrometheusRuleManifestHoldsTheSameGroups(t *testing.T) {
 	if !strings.Contains(pr, "spec:\n  "+indented) {
 		t.Error("spec.groups differs from the rule file's groups")
 	}
+}
+
+// prometheusRule.labels in a config reaches the manifest next to the default labels: the one
+// setting kube-prometheus-stack's rule selector needs.
+func TestPrometheusRuleLabelsFromConfig(t *testing.T) {
+	cfg, err := Parse("kube-prometheus-stack", []byte("prometheusRule:\n  labels: {release: kube-prometheus-stack}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest struct {
+		Metadata struct {
+			Namespace string            `yaml:"namespace"`
+			Labels    map[string]string `yaml:"labels"`
+		} `yaml:"metadata"`
+	}
+	if err := yaml.Unmarshal(files(t, mustBuild(t, cfg))[PrometheusRuleFile], &manifest); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"release": "kube-prometheus-stack", "app.kubernetes.io/name": "loopwatch", "role": "alert-rules"}
+	if !reflect.DeepEqual(manifest.Metadata.Labels, want) {
+		t.Errorf("labels %v, want %v", manifest.Metadata.Labels, want)
+	}
+	if manifest.Metadata.Namespace != "monitoring" {
+		t.Errorf("namespace %q, want the default monitoring", manifest.Metadata.Namespace)
+	}
+}
+
+func mustBuild(t *testing.T, cfg Config) *Model {
+	t.Helper()
+	m, err := Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // A rule reads only recordings that an earlier group, or an earlier rule of its own group,

@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/grafana-tools/sdk"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/loopwatch/loopwatch/catalogue"
@@ -140,65 +141,90 @@ func SubstituteGrafanaVars(query, value string) string {
 	})
 }
 
-// CheckDashboard loads a dashboard's JSON back with grafana-tools/sdk and reports every
-// problem: duplicate panel ids, overlapping grid positions, undefined variables, queries that
-// do not parse or fail the expression checks.
+// CheckDashboard decodes a dashboard's JSON with Grafana's schema (DecodeDashboard) and reports
+// every problem: the schema's, duplicate panel ids, overlapping grid positions, queries that are
+// not Prometheus queries, undefined variables, queries that do not parse or fail the expression
+// checks.
 func (c *ExprChecker) CheckDashboard(raw []byte) error {
-	var board sdk.Board
-	if err := json.Unmarshal(raw, &board); err != nil {
-		return fmt.Errorf("load with grafana-tools/sdk: %w", err)
+	board, err := DecodeDashboard(raw)
+	if err != nil {
+		return err
 	}
 	var errs []error
 	defined := map[string]bool{}
 	for _, v := range board.Templating.List {
 		defined[v.Name] = true
 	}
-	ids := map[uint]string{}
-	type rect struct{ x, y, w, h int }
+	ids := map[uint32]string{}
+	type rect struct{ x, y, w, h uint32 }
 	var placed []rect
 	var titles []string
-	for _, p := range board.Panels {
-		if other, dup := ids[p.ID]; dup {
-			errs = append(errs, fmt.Errorf("panel %q: id %d already used by %q", p.Title, p.ID, other))
+	place := func(title string, id uint32, g *dashboard.GridPos) {
+		if other, dup := ids[id]; dup {
+			errs = append(errs, fmt.Errorf("panel %q: id %d already used by %q", title, id, other))
 		}
-		ids[p.ID] = p.Title
-		g := p.GridPos
-		if g.X == nil || g.Y == nil || g.W == nil || g.H == nil {
-			errs = append(errs, fmt.Errorf("panel %q: incomplete gridPos", p.Title))
-			continue
+		ids[id] = title
+		if g == nil {
+			errs = append(errs, fmt.Errorf("panel %q: no gridPos", title))
+			return
 		}
-		r := rect{*g.X, *g.Y, *g.W, *g.H}
-		if r.x < 0 || r.w <= 0 || r.x+r.w > gridWidth {
-			errs = append(errs, fmt.Errorf("panel %q: gridPos x=%d w=%d outside the 24-column grid", p.Title, r.x, r.w))
+		r := rect{g.X, g.Y, g.W, g.H}
+		if r.w == 0 || r.x+r.w > gridWidth {
+			errs = append(errs, fmt.Errorf("panel %q: gridPos x=%d w=%d outside the 24-column grid", title, r.x, r.w))
 		}
 		for i, o := range placed {
 			if r.x < o.x+o.w && o.x < r.x+r.w && r.y < o.y+o.h && o.y < r.y+r.h {
-				errs = append(errs, fmt.Errorf("panel %q overlaps panel %q", p.Title, titles[i]))
+				errs = append(errs, fmt.Errorf("panel %q overlaps panel %q", title, titles[i]))
 			}
 		}
 		placed = append(placed, r)
-		titles = append(titles, p.Title)
-		targets := p.GetTargets()
-		if targets == nil {
+		titles = append(titles, title)
+	}
+	for _, pr := range board.Panels {
+		if row := pr.RowPanel; row != nil {
+			place(deref(row.Title), row.Id, row.GridPos)
+			if len(row.Panels) > 0 {
+				errs = append(errs, fmt.Errorf("row %q: holds panels (collapsed): the layout places panels after their row", deref(row.Title)))
+			}
 			continue
 		}
-		for _, t := range *targets {
-			for _, v := range GrafanaVars(t.Expr) {
+		p := pr.Panel
+		if p == nil {
+			continue
+		}
+		title := deref(p.Title)
+		if p.Id == nil {
+			errs = append(errs, fmt.Errorf("panel %q: no id", title))
+		} else {
+			place(title, *p.Id, p.GridPos)
+		}
+		for i, t := range p.Targets {
+			q, ok := t.(*prometheus.Dataquery)
+			if !ok {
+				errs = append(errs, fmt.Errorf("panel %q: query %d is a %T, not a Prometheus query", title, i+1, t))
+				continue
+			}
+			for _, v := range GrafanaVars(q.Expr) {
 				if !defined[v] {
-					errs = append(errs, fmt.Errorf("panel %q: variable $%s is not defined", p.Title, v))
+					errs = append(errs, fmt.Errorf("panel %q: variable $%s is not defined", title, v))
 				}
 			}
-			if err := c.Check(SubstituteGrafanaVars(t.Expr, ".*"), false); err != nil {
-				errs = append(errs, fmt.Errorf("panel %q: query %q: %w", p.Title, t.Expr, err))
+			if err := c.Check(SubstituteGrafanaVars(q.Expr, ".*"), false); err != nil {
+				errs = append(errs, fmt.Errorf("panel %q: query %q: %w", title, q.Expr, err))
 			}
 		}
 	}
 	for _, v := range board.Templating.List {
-		q, ok := v.Query.(map[string]any)
-		if !ok {
+		if v.Type != dashboard.VariableTypeQuery {
 			continue
 		}
-		s, _ := q["query"].(string)
+		var s string
+		if v.Query != nil {
+			s = deref(v.Query.String)
+			if q, ok := v.Query.Map["query"].(string); ok {
+				s = q
+			}
+		}
 		inner, ok := strings.CutPrefix(s, "label_values(")
 		if !ok {
 			errs = append(errs, fmt.Errorf("variable %q: query %q is not label_values(...)", v.Name, s))
@@ -219,6 +245,14 @@ func (c *ExprChecker) CheckDashboard(raw []byte) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // Lint checks every expression of the model and every dashboard.
@@ -259,8 +293,8 @@ func (m *Model) checkAlertPanels() []error {
 	generated := map[string]bool{}
 	for _, d := range m.Dashboards {
 		generated[d.Key] = true
-		for _, p := range d.Board.Panels {
-			titles[PanelRef{d.Key, p.Title}] = true
+		for _, title := range d.PanelTitles() {
+			titles[PanelRef{d.Key, title}] = true
 		}
 	}
 	var errs []error

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -44,6 +45,8 @@ type Model struct {
 type builder struct {
 	cfg Config
 	p   *Params
+	// errs are the dashboard builders' errors (see fail).
+	errs []error
 }
 
 // Build turns a validated config into the model.
@@ -89,6 +92,9 @@ func Build(cfg Config) (*Model, error) {
 		}
 	}
 	m.Dashboards = b.dashboards()
+	if err := errors.Join(b.errs...); err != nil {
+		return nil, fmt.Errorf("build dashboards: %w", err)
+	}
 	return m, nil
 }
 

@@ -148,8 +148,10 @@ func (m *Model) dashboardConfigMap(d Dashboard, dashboardJSON []byte) configMap 
 	}
 }
 
-// DashboardJSON returns the dashboard as Grafana's JSON model with every reference resolved,
-// ready for import: a DS_PROMETHEUS input picks the datasource.
+// DashboardJSON returns the dashboard as Grafana's JSON model with every reference resolved. The
+// same JSON serves import and file provisioning (the Grafana sidecar): its datasource variable
+// resolves to the default Prometheus data source by itself, so it has no import inputs
+// (`__inputs`), which file provisioning would not substitute.
 func (m *Model) DashboardJSON(d Dashboard) (any, error) {
 	v, err := dashboardTemplate(d)
 	if err != nil {
@@ -158,7 +160,8 @@ func (m *Model) DashboardJSON(d Dashboard) (any, error) {
 	return resolveTree(m.Params, v), nil
 }
 
-// dashboardTemplate returns the dashboard's JSON model with references unresolved.
+// dashboardTemplate returns the dashboard's JSON model with references unresolved, its keys
+// sorted (a map) so the output is deterministic.
 func dashboardTemplate(d Dashboard) (map[string]any, error) {
 	b, err := json.Marshal(d.Board)
 	if err != nil {
@@ -167,15 +170,6 @@ func dashboardTemplate(d Dashboard) (map[string]any, error) {
 	var v map[string]any
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil, fmt.Errorf("dashboard %q: %w", d.Key, err)
-	}
-	v["__comment"] = Header
-	v["__inputs"] = []any{map[string]any{
-		"name": "DS_PROMETHEUS", "label": "Prometheus", "description": "",
-		"type": "datasource", "pluginId": "prometheus", "pluginName": "Prometheus",
-	}}
-	v["__requires"] = []any{
-		map[string]any{"type": "datasource", "id": "prometheus", "name": "Prometheus", "version": "1.0.0"},
-		map[string]any{"type": "grafana", "id": "grafana", "name": "Grafana", "version": "10.0.0"},
 	}
 	return v, nil
 }

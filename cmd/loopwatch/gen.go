@@ -18,7 +18,8 @@ serve any controller-runtime controller scraped by Prometheus) and writes:
 
   rules/loopwatch.rules.yaml               Prometheus recording and alerting rules
   rules/loopwatch.prometheusrule.yaml      the same rules as a PrometheusRule (monitoring.coreos.com/v1)
-  dashboards/loopwatch-*.json              Grafana dashboards (importable, DS_PROMETHEUS input)
+  dashboards/loopwatch-*.json              Grafana dashboards (import as they are: the data source
+                                           variable starts on Grafana's default data source)
   dashboards/loopwatch-dashboards.configmap.yaml   the dashboards as ConfigMaps for the Grafana sidecar
   jsonnet/                                 a monitoring mixin with the same content and a _config
   testrules/*.test.yaml                    promtool unit tests of these rules, for this config:

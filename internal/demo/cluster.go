@@ -10,9 +10,6 @@ import (
 	"reflect"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/loopwatch/loopwatch/gen"
@@ -179,7 +176,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return writeKubeconfig(c.AdminKubeconfig(), cp.AdminConfig())
+	return stack.WriteKubeconfig(c.AdminKubeconfig(), cp.AdminConfig())
 }
 
 // AdminKubeconfig is the path of a kubeconfig with the cluster admin's credentials.
@@ -218,13 +215,4 @@ func (c *Cluster) Close(failed bool) {
 
 func (c *Cluster) say(format string, args ...any) {
 	fmt.Fprintf(c.opts.Out, "[%6.1fs] %s\n", time.Since(c.start).Seconds(), fmt.Sprintf(format, args...))
-}
-
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["loopwatch"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["loopwatch"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["loopwatch"] = &clientcmdapi.Context{Cluster: "loopwatch", AuthInfo: "loopwatch"}
-	kc.CurrentContext = "loopwatch"
-	return clientcmd.WriteToFile(*kc, path)
 }

@@ -44,7 +44,7 @@ func (s *Scene) newPod(ctx context.Context, name string) (*pod, error) {
 		return nil, err
 	}
 	kc := filepath.Join(s.dir, name+".kubeconfig")
-	if err := writeKubeconfig(kc, cfg); err != nil {
+	if err := stack.WriteKubeconfig(kc, cfg); err != nil {
 		return nil, err
 	}
 	addr, err := stack.FreeAddr()

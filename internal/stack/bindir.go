@@ -92,6 +92,24 @@ func PrometheusOperatorCRDDir() (string, error) {
 	return crds, nil
 }
 
+// PrometheusOperatorRunCRDDir returns the directory holding the CRDs prometheus-operator's
+// Prometheus controller needs besides PrometheusRule and ServiceMonitor (Prometheus, PodMonitor,
+// Probe), which `make tools` copies to bin/crds-operator/: install it with
+// PrometheusOperatorCRDDir to run the operator.
+func PrometheusOperatorRunCRDDir() (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	crds := filepath.Join(dir, "crds-operator")
+	for _, f := range []string{"monitoring.coreos.com_prometheuses.yaml", "monitoring.coreos.com_podmonitors.yaml", "monitoring.coreos.com_probes.yaml"} {
+		if _, err := os.Stat(filepath.Join(crds, f)); err != nil {
+			return "", fmt.Errorf("%s not found in %s: run `make tools`: %w", f, crds, ErrMissingBinary)
+		}
+	}
+	return crds, nil
+}
+
 // FreeAddr returns "127.0.0.1:<port>" for a loopback port that was free a moment ago, for a test
 // server whose listener cannot be handed over (such as controller-runtime's metrics server).
 //

@@ -40,6 +40,7 @@
 //	func BinDir() (string, error)
 //	func LookPath(name string) (string, error)          // bin/<name>, or an error naming `make tools`
 //	func PrometheusOperatorCRDDir() (string, error)     // bin/crds: PrometheusRule + ServiceMonitor CRDs
+//	func PrometheusOperatorRunCRDDir() (string, error)  // bin/crds-operator: Prometheus, PodMonitor, Probe CRDs
 //	func FreeAddr() (string, error)                     // "127.0.0.1:<free port>" for a test server
 //	func HTTPOK(ctx context.Context, client *http.Client, url string) error // GET url, error unless 200
 //
@@ -100,6 +101,7 @@
 //	func (*ControlPlane) GrantClusterAdmin(ctx context.Context, subject rbacv1.Subject) error
 //	func (*ControlPlane) InstallCRDs(ctx context.Context, dirs ...string) error
 //	func (*ControlPlane) ScrapeTarget(job string) (ScrapeTarget, error) // Prometheus scraping kube-apiserver /metrics as admin
+//	func WriteKubeconfig(path string, cfg *rest.Config) error // for a process that takes KUBECONFIG
 //
 // envtest: the same binaries serve sigs.k8s.io/controller-runtime/pkg/envtest when
 // KUBEBUILDER_ASSETS points at bin/ (the Makefile exports it; EnvtestAssets returns it for plain `go
@@ -156,6 +158,23 @@
 //	func (*Prometheus) EvaluationFailures(ctx context.Context) (map[string]float64, error) // prometheus_rule_evaluation_failures_total by rule_group
 //	func (*Prometheus) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error)  // its own /metrics, parsed
 //	func (*Prometheus) Reload(ctx context.Context) error                                    // POST /-/reload
+//
+// # prometheus-operator
+//
+// StartPrometheusOperator runs the operator against a control plane (with the CRDs of
+// PrometheusOperatorCRDDir and PrometheusOperatorRunCRDDir installed). Without kubelet or
+// scheduler it still writes each Prometheus' rule ConfigMaps, which is what the tests read:
+//
+//	type PrometheusOperatorOptions struct {
+//		Args         []string      // appended to the command line
+//		StartTimeout time.Duration // default 60s
+//	}
+//	func StartPrometheusOperator(ctx context.Context, cp *ControlPlane, opts PrometheusOperatorOptions) (*PrometheusOperator, error)
+//	func NewTestPrometheusOperator(t testing.TB, cp *ControlPlane, opts PrometheusOperatorOptions) *PrometheusOperator
+//	func (*PrometheusOperator) Stop() error
+//	func (*PrometheusOperator) URL() string
+//	func (*PrometheusOperator) Logs() map[string]string
+//	func (*PrometheusOperator) ManagedResources(ctx context.Context, resource string) (map[string]float64, error) // by state
 //
 // # Failures and teardown
 //

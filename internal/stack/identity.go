@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 )
 
@@ -138,4 +140,18 @@ func ensurePod(ctx context.Context, client kubernetes.Interface, namespace, serv
 		return nil, fmt.Errorf("pod %s/%s runs as service account %q, not %q", namespace, name, existing.Spec.ServiceAccountName, serviceAccount)
 	}
 	return existing, nil
+}
+
+// WriteKubeconfig writes cfg (a control plane's admin, user, service-account or pod config) as a
+// kubeconfig file, for a process started with KUBECONFIG or --kubeconfig.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["loopwatch"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["loopwatch"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["loopwatch"] = &clientcmdapi.Context{Cluster: "loopwatch", AuthInfo: "loopwatch"}
+	kc.CurrentContext = "loopwatch"
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return nil
 }

@@ -152,23 +152,32 @@ func (p *Prometheus) selfMetric(ctx context.Context, name, label string) (map[st
 
 // Metrics reads Prometheus' own /metrics, by family name, so no self-scrape is needed.
 func (p *Prometheus) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.url+"/metrics", nil)
+	families, err := readMetrics(ctx, p.http, p.url+"/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("prometheus: %w", err)
+	}
+	return families, nil
+}
+
+// readMetrics reads a component's /metrics at url in the text format, by family name.
+func readMetrics(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Accept", string(expfmt.NewFormat(expfmt.TypeTextPlain)))
-	resp, err := p.http.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("read prometheus metrics: %w", err)
+		return nil, fmt.Errorf("read metrics: %w", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("read prometheus metrics: %s", resp.Status)
+		return nil, fmt.Errorf("read metrics: %s", resp.Status)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return nil, fmt.Errorf("parse prometheus metrics: %w", err)
+		return nil, fmt.Errorf("parse metrics: %w", err)
 	}
 	return families, nil
 }

@@ -258,7 +258,7 @@ func (e *env) prepare(ctx context.Context, s *scenario) error {
 	if err != nil {
 		return err
 	}
-	if err := writeKubeconfig(filepath.Join(e.dir, s.namespace+".kubeconfig"), cfg); err != nil {
+	if err := stack.WriteKubeconfig(filepath.Join(e.dir, s.namespace+".kubeconfig"), cfg); err != nil {
 		return err
 	}
 	switch s.job {

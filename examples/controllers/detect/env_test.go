@@ -15,8 +15,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1 "github.com/loopwatch/loopwatch/examples/controllers/conditions/api/v1"
@@ -198,15 +196,6 @@ func (e *env) identity(ctx context.Context, namespace, sa, pod string) (*rest.Co
 		return nil, err
 	}
 	return cfg, e.cp.GrantClusterAdmin(ctx, stack.ServiceAccountSubject(namespace, sa))
-}
-
-func writeKubeconfig(path string, cfg *rest.Config) error {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["detect"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["detect"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken, ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["detect"] = &clientcmdapi.Context{Cluster: "detect", AuthInfo: "detect"}
-	kc.CurrentContext = "detect"
-	return clientcmd.WriteToFile(*kc, path)
 }
 
 // logDir returns a new directory for the processes' logs and files: removed when the test

@@ -59,7 +59,7 @@ func TestWarmingStandbyIsNotABacklog(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := writeKubeconfig(filepath.Join(dir, pod+".kubeconfig"), cfg); err != nil {
+		if err := stack.WriteKubeconfig(filepath.Join(dir, pod+".kubeconfig"), cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
