@@ -2,7 +2,10 @@ module github.com/loopwatch/loopwatch/tools/alertmanager
 
 go 1.26.8
 
-require github.com/prometheus/alertmanager v0.31.1
+require (
+	github.com/prometheus/alertmanager v0.31.1
+	go.yaml.in/yaml/v2 v2.4.3
+)
 
 require (
 	github.com/KimMachineGun/automemlimit v0.7.5 // indirect
@@ -108,7 +111,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.39.0 // indirect
 	go.opentelemetry.io/proto/otlp v1.9.0 // indirect
 	go.uber.org/automaxprocs v1.6.0 // indirect
-	go.yaml.in/yaml/v2 v2.4.3 // indirect
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/crypto v0.47.0 // indirect
 	golang.org/x/mod v0.32.0 // indirect
