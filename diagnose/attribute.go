@@ -155,7 +155,9 @@ func (inv *inventory) workloadsOfActor(actor, cluster string) []workloadTie {
 			out = append(out, workloadTie{j, JoinName, fmt.Sprintf("job %s of namespace %s is named like service account %s (no pod of its writes is a scraped target)", j.job, ns, sa)})
 		}
 	}
-	slices.SortFunc(out, func(a, b workloadTie) int { return strings.Compare(a.job.namespace+"/"+a.job.job, b.job.namespace+"/"+b.job.job) })
+	slices.SortFunc(out, func(a, b workloadTie) int {
+		return strings.Compare(a.job.namespace+"/"+a.job.job, b.job.namespace+"/"+b.job.job)
+	})
 	return out
 }
 
