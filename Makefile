@@ -20,7 +20,7 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
 .PHONY: generate
-generate: generate-operator generate-examples ## Rebuild rules/, dashboards/, jsonnet/, testrules/ and the reference docs from the declarations (gen/), and the operator's generated code.
+generate: generate-operator generate-examples ## Rebuild rules/, dashboards/, jsonnet/, testrules/, alertmanager/ and the reference docs from the declarations (gen/), and the operator's generated code.
 	$(GO) run ./cmd/loopwatch gen --out .
 	$(GO) run ./internal/refdocs
 
@@ -39,7 +39,7 @@ generate-examples: $(BIN)/controller-gen ## Regenerate the example controllers' 
 check-generated: $(BIN)/controller-gen ## Fail when the committed generated files differ from what the generators write.
 	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	$(GO) run ./cmd/loopwatch gen --out "$$tmp"; \
-	for d in rules dashboards jsonnet testrules; do \
+	for d in rules dashboards jsonnet testrules alertmanager; do \
 	  [ -d "$$tmp/$$d" ] || continue; \
 	  diff -r -x '*.go' -x scenarios "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
 	done
@@ -71,6 +71,7 @@ CI_SCENES ?= healthy,write-fight,replica-race,relist-storm,error-storm,leader-lo
 test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz, the e2e matrix's CI scenes.
 	$(GO) test -count=1 -timeout 60m ./...
 	$(GO) -C tools/prometheus test -tags '$(PROMETHEUS_TAGS)' -count=1 -run . -bench . -benchtime 1x .
+	$(GO) -C tools/alertmanager test -count=1 .
 	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_SCENARIOS=$(CI_SCENES) LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix-ci.md $(GO) test -count=1 -run '^TestMatrix$$' -timeout 30m ./e2e/
 	@cat $(BIN)/e2e-matrix-ci.md
 

@@ -42,6 +42,8 @@ const (
 	SourceClientGo Source = "controller-runtime (client-go adapter)"
 	// SourceKubeAPIServer is the kube-apiserver's own /metrics.
 	SourceKubeAPIServer Source = "kube-apiserver"
+	// SourceKubeStateMetrics is kube-state-metrics, which exports the cluster's objects as series.
+	SourceKubeStateMetrics Source = "kube-state-metrics"
 	// SourcePrometheus is the Prometheus server, which writes synthetic series per scrape target.
 	SourcePrometheus Source = "Prometheus"
 )
@@ -61,7 +63,7 @@ type Metric struct {
 }
 
 // all is every declaration; All sorts a copy.
-var all = slices.Concat(exporterMetrics, managedMetrics, instrumentMetrics, controllerRuntimeMetrics, kubeAPIServerMetrics, prometheusMetrics)
+var all = slices.Concat(exporterMetrics, managedMetrics, instrumentMetrics, controllerRuntimeMetrics, kubeAPIServerMetrics, kubeStateMetrics, prometheusMetrics)
 
 // All returns every declared metric family, ordered by name. The slices are copies: callers may
 // keep and change them.

@@ -14,7 +14,7 @@ var (
 	labelName  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 )
 
-var sources = []Source{SourceExporter, SourceInstrument, SourceControllerRuntime, SourceClientGo, SourceKubeAPIServer, SourcePrometheus}
+var sources = []Source{SourceExporter, SourceInstrument, SourceControllerRuntime, SourceClientGo, SourceKubeAPIServer, SourceKubeStateMetrics, SourcePrometheus}
 
 // problems returns what is wrong with one declaration, so the well-formedness rules can be
 // tested on bad declarations too.

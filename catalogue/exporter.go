@@ -38,22 +38,28 @@ var (
 
 // Top-offender gauges, exposed at scrape time from capped tables whose entries expire: a series
 // exists only while its object misbehaves. The object is named by object_namespace and
-// object_name (see LabelObjectNamespace).
+// object_name (see LabelObjectNamespace); each actor by its name and what ties it to a workload:
+// its namespace, service account and pod (see LabelActorPod). These add no series: they are
+// functions of the actor and its latest write.
 var (
+	// actorWorkload are the labels that tie one actor to its workload.
+	actorWorkload = []string{LabelActorNamespace, LabelActorServiceAccount, LabelActorPod}
+
 	AuditFightHandoffs = Metric{
 		Name: "loopwatch_audit_fight_handoffs", Type: Gauge, Source: SourceExporter,
-		Help:   "Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.",
-		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, "actor_a", "actor_b", LabelFieldManager + "_a", LabelFieldManager + "_b", LabelMutatingWebhook},
+		Help: "Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under, each actor's namespace, service account and pod (of its latest write), and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.",
+		Labels: append(append([]string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, "actor_a", "actor_b", LabelFieldManager + "_a", LabelFieldManager + "_b", LabelMutatingWebhook},
+			Suffixed(actorWorkload, "_a")...), Suffixed(actorWorkload, "_b")...),
 	}
 	AuditHotObjectWritesPerSecond = Metric{
 		Name: "loopwatch_audit_hot_object_writes_per_second", Type: Gauge, Source: SourceExporter,
-		Help:   "Write rate of a hot object: one actor rewriting one object faster than the threshold, with the field manager it writes under and the mutating admission webhook that changed its writes (if one did). Capped set, expires after the offender TTL.",
-		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, LabelActor, LabelFieldManager, LabelMutatingWebhook},
+		Help:   "Write rate of a hot object: one actor rewriting one object faster than the threshold, with the field manager it writes under, the actor's namespace, service account and pod (of its latest write), and the mutating admission webhook that changed its writes (if one did). Capped set, expires after the offender TTL.",
+		Labels: append([]string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, LabelActor, LabelFieldManager, LabelMutatingWebhook}, actorWorkload...),
 	}
 	AuditReplicaRacePods = Metric{
 		Name: "loopwatch_audit_replica_race_pods", Type: Gauge, Source: SourceExporter,
-		Help:   "Pods of one actor seen writing one object within the race window (replicas racing without leader election). Capped set, expires after the offender TTL.",
-		Labels: []string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, LabelActor},
+		Help:   "Pods of one actor seen writing one object within the race window (replicas racing without leader election), with the actor's namespace, service account and the pod of its latest write to the object. Capped set, expires after the offender TTL.",
+		Labels: append([]string{LabelGroup, LabelResource, LabelSubresource, LabelObjectNamespace, LabelObjectName, LabelActor}, actorWorkload...),
 	}
 )
 
@@ -121,6 +127,15 @@ var (
 		Labels: []string{"table"},
 	}
 )
+
+// Suffixed returns names each with suffix appended: the labels of one side of a pair (_a, _b).
+func Suffixed(names []string, suffix string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = n + suffix
+	}
+	return out
+}
 
 var exporterMetrics = []Metric{
 	AuditWritesTotal, AuditConflictsTotal, AuditHandoffsTotal, AuditReadsTotal, AuditInitialListsTotal,

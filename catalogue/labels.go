@@ -1,5 +1,7 @@
 package catalogue
 
+import "strings"
+
 // Label names shared by several families or by a producer and its consumers.
 const (
 	// LabelController names the controller: controller-runtime sets it to the controller's name
@@ -32,6 +34,18 @@ const (
 	// object's writes, "<configuration>/<webhook>"; empty when none did.
 	LabelMutatingWebhook = "mutating_webhook"
 
+	// LabelActorNamespace and LabelActorServiceAccount split a service-account actor
+	// (system:serviceaccount:<namespace>:<name>): a ServiceAccount lives in the namespace of the
+	// pods that run as it, so they tie the actor to a workload. Empty for other actors.
+	LabelActorNamespace      = "actor_namespace"
+	LabelActorServiceAccount = "actor_service_account"
+	// LabelActorPod is the pod behind the actor's bound service-account token
+	// (user.extra["authentication.kubernetes.io/pod-name"]) on its latest write: a scraped target
+	// carries the same pod and namespace, which names the actor's job. Empty when the token is not
+	// bound to a pod, and for impersonated writes (the pod is the impersonator's). The fight gauge
+	// has one of each per actor (_a, _b).
+	LabelActorPod = "actor_pod"
+
 	// LabelAccess is "read" or "write", derived from the verb, so a rule can sum writes without
 	// listing verbs.
 	LabelAccess = "access"
@@ -45,3 +59,21 @@ const (
 	LabelFlowSchema    = "flow_schema"
 	LabelPriorityLevel = "priority_level"
 )
+
+// serviceAccountPrefix starts the username of a service account.
+const serviceAccountPrefix = "system:serviceaccount:"
+
+// SplitServiceAccount returns the namespace and name of a service-account actor
+// (system:serviceaccount:<namespace>:<name>), and false for any other actor. The exporter labels
+// offenders with them and diagnose ties actors to workloads with them.
+func SplitServiceAccount(actor string) (namespace, name string, ok bool) {
+	rest, ok := strings.CutPrefix(actor, serviceAccountPrefix)
+	if !ok {
+		return "", "", false
+	}
+	namespace, name, ok = strings.Cut(rest, ":")
+	if !ok || namespace == "" || name == "" || strings.Contains(name, ":") {
+		return "", "", false
+	}
+	return namespace, name, true
+}

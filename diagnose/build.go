@@ -57,6 +57,9 @@ func (d *diagnosis) findings() (map[controllerKey][]*finding, []*finding) {
 					byKey[t.key] = f
 					per[t.key] = append(per[t.key], f)
 				}
+				if t.join.strength() > f.join.strength() {
+					f.join, f.joinDetail = t.join, t.detail
+				}
 				f.instances = append(f.instances, in)
 			}
 		}
@@ -214,6 +217,8 @@ func (d *diagnosis) cause(f *finding) Cause {
 		Labels:      in.labels,
 		Instances:   len(f.instances),
 		Attribution: string(f.how),
+		Join:        string(f.join),
+		JoinDetail:  f.joinDetail,
 		Value:       number(in.value),
 		Threshold:   f.threshold,
 		FirstSeen:   in.first.UTC(),

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/loopwatch/loopwatch/catalogue"
@@ -20,8 +21,6 @@ type check struct {
 	// scope says how a finding without a controller label and without an audit actor is tied to
 	// controllers.
 	scope attribution
-	// explains are the failures this one causes when both hold: they are listed as its symptoms.
-	explains []*gen.Alert
 	// gap marks a monitoring gap (metrics missing, audit pipeline broken) rather than a failure of
 	// the controller: on its own it makes the verdict insufficient-data, not unhealthy.
 	gap bool
@@ -71,11 +70,10 @@ func checks() []*check {
 				{name: "adds", unit: UnitPerSecond, headline: true},
 				{name: "completions", unit: UnitPerSecond, headline: true},
 			},
-			extras:   func(q queries) []signalSpec { return []signalSpec{q.depthByPriority(), q.workersBusy()} },
-			scope:    byController,
-			explains: []*gen.Alert{gen.QueueWaitHigh},
-			needs:    []catalogue.Metric{catalogue.WorkqueueDepth, catalogue.WorkqueueAddsTotal, catalogue.WorkqueueWorkDurationSeconds},
-			next:     "Find why completions lag behind adds: the causes listed with this one, else saturated workers (raise MaxConcurrentReconciles when reconciles wait on I/O) or a burst of adds (predicates such as GenerationChangedPredicate keep metadata churn out).",
+			extras: func(q queries) []signalSpec { return []signalSpec{q.depthByPriority(), q.workersBusy()} },
+			scope:  byController,
+			needs:  []catalogue.Metric{catalogue.WorkqueueDepth, catalogue.WorkqueueAddsTotal, catalogue.WorkqueueWorkDurationSeconds},
+			next:   "Find why completions lag behind adds: the causes listed with this one, else saturated workers (raise MaxConcurrentReconciles when reconciles wait on I/O) or a burst of adds (predicates such as GenerationChangedPredicate keep metadata churn out).",
 		},
 		{
 			alert: gen.QueueWaitHigh,
@@ -93,33 +91,30 @@ func checks() []*check {
 			signals: []signalSpec{
 				{name: "share of reconciles slower than the bucket", unit: UnitRatio, headline: true},
 			},
-			extras:   func(q queries) []signalSpec { return []signalSpec{q.meanReconcile(), q.workersBusy()} },
-			scope:    byController,
-			explains: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh},
-			needs:    []catalogue.Metric{catalogue.ControllerRuntimeReconcileTimeSeconds},
-			next:     "Find the slow call: put timeouts on calls to external systems, read from the informer cache with field indexes instead of the API server, and compare with the API calls per reconcile.",
+			extras: func(q queries) []signalSpec { return []signalSpec{q.meanReconcile(), q.workersBusy()} },
+			scope:  byController,
+			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTimeSeconds},
+			next:   "Find the slow call: put timeouts on calls to external systems, read from the informer cache with field indexes instead of the API server, and compare with the API calls per reconcile.",
 		},
 		{
 			alert: gen.ProcessorStuck,
 			signals: []signalSpec{
 				{name: "longest running reconcile", unit: UnitSeconds, headline: true},
 			},
-			extras:   func(q queries) []signalSpec { return []signalSpec{q.unfinishedWork(), q.workersBusy()} },
-			scope:    byController,
-			explains: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ReconcileSlow},
-			needs:    []catalogue.Metric{catalogue.WorkqueueLongestRunningProcessorSeconds},
-			next:     "A worker is blocked on one item: take a goroutine dump (SIGQUIT, or /debug/pprof/goroutine?debug=2) of a pod of <namespace>/<job> and put a timeout (context.WithTimeout) on the call it waits on.",
+			extras: func(q queries) []signalSpec { return []signalSpec{q.unfinishedWork(), q.workersBusy()} },
+			scope:  byController,
+			needs:  []catalogue.Metric{catalogue.WorkqueueLongestRunningProcessorSeconds},
+			next:   "A worker is blocked on one item: take a goroutine dump (SIGQUIT, or /debug/pprof/goroutine?debug=2) of a pod of <namespace>/<job> and put a timeout (context.WithTimeout) on the call it waits on.",
 		},
 		{
 			alert: gen.ReconcileErrors,
 			signals: []signalSpec{
 				{name: "share of reconciles returning an error", unit: UnitRatio, headline: true},
 			},
-			extras:   func(q queries) []signalSpec { return []signalSpec{q.reconcilesByResult(), q.retries()} },
-			scope:    byController,
-			explains: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ErrorBudgetBurnFast, gen.ErrorBudgetBurnSlow},
-			needs:    []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:     "Read the errors: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -i error. Expected waits should return ctrl.Result{RequeueAfter: d} with a nil error: those count as requeue_after, not as errors.",
+			extras: func(q queries) []signalSpec { return []signalSpec{q.reconcilesByResult(), q.retries()} },
+			scope:  byController,
+			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:   "Read the errors: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -i error. Expected waits should return ctrl.Result{RequeueAfter: d} with a nil error: those count as requeue_after, not as errors.",
 		},
 		{
 			alert: gen.ReconcilePanics,
@@ -128,7 +123,6 @@ func checks() []*check {
 			},
 			extras:   func(q queries) []signalSpec { return []signalSpec{q.reconcilesByResult()} },
 			scope:    byController,
-			explains: []*gen.Alert{gen.ReconcileErrors, gen.ErrorBudgetBurnFast, gen.ErrorBudgetBurnSlow},
 			needs:    []catalogue.Metric{catalogue.ControllerRuntimeReconcilePanicsTotal},
 			optional: true,
 			next:     "Read the stack trace: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -A 30 -i panic. Guard the nil pointer or index the trace points at; controller-runtime retries the object with backoff until then.",
@@ -154,11 +148,10 @@ func checks() []*check {
 				{name: "reconciles", unit: UnitPerSecond},
 				{name: "writes per reconcile", unit: UnitCount},
 			},
-			extras:   func(q queries) []signalSpec { return []signalSpec{q.writesByVerb()} },
-			scope:    byController,
-			explains: []*gen.Alert{gen.PatchRateHigh, gen.HotObject, gen.QueueBacklog, gen.QueueWaitHigh},
-			needs:    []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal, catalogue.ControllerRuntimeReconcileTimeSeconds, catalogue.RESTClientRequestsTotal},
-			next:     "Stop the controller re-triggering itself: do not write what changes on every pass (timestamps, counters, a status rebuilt each time), patch status only when it changed, and filter its own updates with GenerationChangedPredicate.",
+			extras: func(q queries) []signalSpec { return []signalSpec{q.writesByVerb()} },
+			scope:  byController,
+			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal, catalogue.ControllerRuntimeReconcileTimeSeconds, catalogue.RESTClientRequestsTotal},
+			next:   "Stop the controller re-triggering itself: do not write what changes on every pass (timestamps, counters, a status rebuilt each time), patch status only when it changed, and filter its own updates with GenerationChangedPredicate.",
 		},
 		{
 			alert: gen.APICallsPerReconcileHigh,
@@ -166,11 +159,10 @@ func checks() []*check {
 				{name: "API calls per reconcile (instrumented)", unit: UnitCount, headline: true},
 				{name: "client requests per reconcile (whole pod)", unit: UnitCount, headline: true},
 			},
-			extras:   func(q queries) []signalSpec { return []signalSpec{q.callsPerReconcileByVerb(), q.requestsByMethod()} },
-			scope:    byProcess,
-			explains: []*gen.Alert{gen.ReconcileSlow, gen.QueueBacklog, gen.QueueWaitHigh, gen.RelistStorm},
-			needs:    []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal, catalogue.RESTClientRequestsTotal},
-			next:     "Read through the manager's cached client instead of the API server, look objects up by a field index instead of listing and filtering, and never GET per object in a loop.",
+			extras: func(q queries) []signalSpec { return []signalSpec{q.callsPerReconcileByVerb(), q.requestsByMethod()} },
+			scope:  byProcess,
+			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal, catalogue.RESTClientRequestsTotal},
+			next:   "Read through the manager's cached client instead of the API server, look objects up by a field index instead of listing and filtering, and never GET per object in a loop.",
 		},
 		{
 			alert: gen.FinalizerStuck,
@@ -238,7 +230,6 @@ func checks() []*check {
 				{name: "replicas holding the lease", unit: UnitCount},
 			},
 			scope:    byWorkload,
-			explains: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh},
 			needs:    []catalogue.Metric{catalogue.LeaderElectionMasterStatus},
 			optional: true,
 			next:     "Nothing reconciles: read the replicas' logs for lease errors and check the lease: kubectl -n <namespace> get lease <name> -o yaml.",
@@ -249,7 +240,6 @@ func checks() []*check {
 				{name: "replicas holding the lease", unit: UnitCount},
 			},
 			scope:    byWorkload,
-			explains: []*gen.Alert{gen.ReplicaRace, gen.ConflictStorm, gen.ReconcileErrors, gen.PatchRateHigh, gen.HotObject},
 			needs:    []catalogue.Metric{catalogue.LeaderElectionMasterStatus},
 			optional: true,
 			next:     "Make every replica use the same lease (LeaderElectionID and LeaderElectionNamespace) and check that their clocks agree.",
@@ -260,7 +250,6 @@ func checks() []*check {
 				{name: "leader changes in the last hour", unit: UnitCount},
 			},
 			scope:    byWorkload,
-			explains: []*gen.Alert{gen.LeaderMissing, gen.QueueBacklog, gen.QueueWaitHigh, gen.RelistStorm},
 			needs:    []catalogue.Metric{catalogue.LeaderElectionMasterStatus},
 			optional: true,
 			next:     "Replicas hand the lease back and forth: look for restarts (kubectl -n <namespace> get pods), CPU throttling and slow API calls; a longer lease duration and renew deadline ride them out.",
@@ -273,10 +262,9 @@ func checks() []*check {
 				{name: "error ratio over 30m", unit: UnitRatio}, {name: "error ratio over 6h", unit: UnitRatio},
 				{name: "failed reconciles over 6h", unit: UnitCount},
 			},
-			scope:    byController,
-			explains: []*gen.Alert{gen.ErrorBudgetBurnSlow},
-			needs:    []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:     "The reconcile success objective will be missed within days: find and fix the failing call (kubectl -n <namespace> logs deploy/<job> | grep -i error).",
+			scope: byController,
+			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:  "The reconcile success objective will be missed within days: find and fix the failing call (kubectl -n <namespace> logs deploy/<job> | grep -i error).",
 		},
 		{
 			alert: gen.ErrorBudgetBurnSlow,
@@ -295,7 +283,6 @@ func checks() []*check {
 			},
 			extras:   func(q queries) []signalSpec { return []signalSpec{q.handoffs(), q.writesByActor()} },
 			scope:    byActor,
-			explains: []*gen.Alert{gen.PatchRateHigh, gen.HotLoop, gen.HotObject, gen.ConflictStorm, gen.ReconcileErrors},
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
 			next:     "Find the field both set: kubectl get <resource> -n <object_namespace> <object_name> -o yaml --show-managed-fields. Then make one of <actor_a> and <actor_b> stop writing it, or agree on one owner.",
@@ -307,7 +294,6 @@ func checks() []*check {
 			},
 			extras:   func(q queries) []signalSpec { return []signalSpec{q.writesByActor()} },
 			scope:    byActor,
-			explains: []*gen.Alert{gen.PatchRateHigh},
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
 			next:     "<actor> rewrites <resource> <object_namespace>/<object_name> again and again: write only when the object differs from what it should be, and keep its own writes from waking it.",
@@ -319,7 +305,6 @@ func checks() []*check {
 			},
 			extras:   func(q queries) []signalSpec { return []signalSpec{q.conflicts()} },
 			scope:    byActor,
-			explains: []*gen.Alert{gen.ConflictStorm, gen.HotObject, gen.PatchRateHigh, gen.ReconcileErrors, gen.HotLoop},
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
 			next:     "Replicas of <actor> reconcile the same objects at once: turn leader election on (all replicas sharing one lease), or run one replica.",
@@ -330,7 +315,6 @@ func checks() []*check {
 				{name: "409 Conflict answers", unit: UnitPerSecond},
 			},
 			scope:    byActor,
-			explains: []*gen.Alert{gen.ReconcileErrors},
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
 			next:     "<actor> updates <resource> from stale reads or races another writer: patch (or server-side apply) instead of update, and look for another writer of the same objects.",
@@ -382,7 +366,6 @@ func checks() []*check {
 				{name: "share of the FlowSchema's requests rejected with 429", unit: UnitRatio},
 			},
 			scope:    byNone,
-			explains: []*gen.Alert{gen.ReconcileErrors, gen.APFQueueWaitHigh},
 			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolDispatchedRequestsTotal},
 			optional: true,
 			next:     "The controller of FlowSchema <flow_schema> is throttled: find what it sends (its API calls per reconcile, relists, writes that re-trigger it) before giving priority level <priority_level> more seats.",
@@ -393,7 +376,6 @@ func checks() []*check {
 				{name: "share of the FlowSchema's requests that waited longer than the bucket", unit: UnitRatio},
 			},
 			scope:    byNone,
-			explains: []*gen.Alert{gen.ReconcileSlow},
 			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolRequestWaitDurationSeconds},
 			optional: true,
 			next:     "Every seat of priority level <priority_level> is busy: see which FlowSchemas fill it (apiserver_flowcontrol_dispatched_requests_total by flow_schema) and what makes <flow_schema> send more than usual.",
@@ -404,7 +386,6 @@ func checks() []*check {
 				{name: "requests executed for the FlowSchema", unit: UnitPerSecond},
 			},
 			scope:    byNone,
-			explains: []*gen.Alert{gen.APFRequestsRejected, gen.APFQueueWaitHigh},
 			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolDispatchedRequestsTotal},
 			optional: true,
 			next:     "The controller of FlowSchema <flow_schema> sends many requests: read from its cache, look objects up by field index, and stop writes that re-trigger its reconciles.",
@@ -423,24 +404,9 @@ func (c *check) nextStep(labels map[string]string) string {
 	return s
 }
 
-// Symptoms are the failures that alert a causes when both hold, as diagnose ranks them: the
-// alerts that may fire beside a and describe the same incident from another signal (a hot loop
-// keeps its workers busy, so items wait in the queue). A copy; nil for an alert without a check.
-func Symptoms(a *gen.Alert) []*gen.Alert {
-	for _, c := range checks() {
-		if c.alert == a {
-			return append([]*gen.Alert(nil), c.explains...)
-		}
-	}
-	return nil
-}
+// Symptoms are the failures that alert a causes when both hold, as diagnose ranks them (the
+// relation is gen's, declared once: see gen.Symptoms).
+func Symptoms(a *gen.Alert) []*gen.Alert { return gen.Symptoms(a) }
 
-// explainsAlert reports whether c lists a among the failures it explains.
-func (c *check) explainsAlert(a *gen.Alert) bool {
-	for _, x := range c.explains {
-		if x == a {
-			return true
-		}
-	}
-	return false
-}
+// explainsAlert reports whether c's failure explains a's (gen.Symptoms).
+func (c *check) explainsAlert(a *gen.Alert) bool { return slices.Contains(gen.Symptoms(c.alert), a) }

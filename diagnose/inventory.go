@@ -29,6 +29,13 @@ func (k controllerKey) String() string {
 	return s
 }
 
+// podKey identifies one pod; actorKey one audit actor; saKey one service account.
+type (
+	podKey   struct{ cluster, namespace, pod string }
+	actorKey struct{ cluster, actor string }
+	saKey    struct{ cluster, namespace, name string }
+)
+
 // minSamples is how many samples a series needs in the window to give a rate.
 const minSamples = 2
 
@@ -46,6 +53,12 @@ type inventory struct {
 	// reporting are the controllers whose reconcile counter Prometheus has at the end of the
 	// window.
 	reporting map[controllerKey]bool
+	// podJobs are the workloads with controllers that scrape each pod; actorPods the pods each
+	// audit actor's offending writes came from (the exporter's actor_pod); saPods the pods that
+	// run as each service account (kube-state-metrics). What audit findings are joined by.
+	podJobs   map[podKey][]jobKey
+	actorPods map[actorKey][]string
+	saPods    map[saKey][]string
 }
 
 // loadInventory finds the controllers and the coverage of every family the checks need. No
@@ -54,8 +67,10 @@ func (d *diagnosis) loadInventory(ctx context.Context) error {
 	inv := &inventory{cfg: d.opts.Config, byJob: map[jobKey][]controllerKey{}, coverage: map[string]map[string]float64{}}
 	families := neededFamilies()
 	vectors := make([]model.Vector, len(families))
-	var reporting model.Vector
-	tasks := []func(context.Context) error{d.instantTask(d.q.reporting(), &reporting)}
+	var reporting, podJobs, actorPods, saPods model.Vector
+	tasks := []func(context.Context) error{d.instantTask(d.q.reporting(), &reporting),
+		d.instantTask(d.q.podJobs(d.window()), &podJobs), d.instantTask(d.q.actorPods(d.window()), &actorPods),
+		d.instantTask(d.q.serviceAccountPods(d.window()), &saPods)}
 	for i, m := range families {
 		tasks = append(tasks, d.instantTask(d.q.coverage(m, d.window()), &vectors[i]))
 	}
@@ -66,6 +81,7 @@ func (d *diagnosis) loadInventory(ctx context.Context) error {
 	for _, s := range reporting {
 		inv.reporting[inv.controllerOf(labelsOf(s.Metric))] = true
 	}
+	inv.joins(podJobs, actorPods, saPods)
 	for i, m := range families {
 		cov := map[string]float64{}
 		for _, s := range vectors[i] {
@@ -107,6 +123,44 @@ func (d *diagnosis) loadInventory(ctx context.Context) error {
 	}
 	d.inv = inv
 	return nil
+}
+
+// joins loads what audit actors are joined to workloads by (see workloadsOfActor).
+func (inv *inventory) joins(podJobs, actorPods, saPods model.Vector) {
+	cl := inv.cfg.ClusterLabel
+	inv.podJobs, inv.actorPods, inv.saPods = map[podKey][]jobKey{}, map[actorKey][]string{}, map[saKey][]string{}
+	for _, s := range podJobs {
+		l := labelsOf(s.Metric)
+		k, j := podKey{l[cl], l["namespace"], l["pod"]}, inv.jobOf(l)
+		if !slices.Contains(inv.podJobs[k], j) {
+			inv.podJobs[k] = append(inv.podJobs[k], j)
+		}
+	}
+	for _, s := range actorPods {
+		l := labelsOf(s.Metric)
+		k := actorKey{l[cl], l[catalogue.LabelActor]}
+		if p := l[catalogue.LabelActorPod]; p != "" && !slices.Contains(inv.actorPods[k], p) {
+			inv.actorPods[k] = append(inv.actorPods[k], p)
+		}
+	}
+	for _, s := range saPods {
+		l := labelsOf(s.Metric)
+		k := saKey{l[cl], l["namespace"], l["service_account"]}
+		if p := l["pod"]; p != "" && !slices.Contains(inv.saPods[k], p) {
+			inv.saPods[k] = append(inv.saPods[k], p)
+		}
+	}
+	for _, m := range []map[actorKey][]string{inv.actorPods} {
+		for _, v := range m {
+			slices.Sort(v)
+		}
+	}
+	for _, v := range inv.saPods {
+		slices.Sort(v)
+	}
+	for _, v := range inv.podJobs {
+		slices.SortFunc(v, func(a, b jobKey) int { return strings.Compare(a.namespace+"/"+a.job, b.namespace+"/"+b.job) })
+	}
 }
 
 func labelsOf(m model.Metric) map[string]string {

@@ -161,6 +161,38 @@ func (q queries) reporting() string {
 	return aggregate("count", q.controllerLevel(), sel(catalogue.ControllerRuntimeReconcileTotal.Name, q.cfg.Selectors.Controller))
 }
 
+// podJobs is, per pod that runs controllers in the window, the workload that scrapes it: what an
+// audit actor's pod is joined with.
+func (q queries) podJobs(window string) string {
+	return aggregate("count", append(gen.JobLabels(q.cfg), "pod"),
+		"count_over_time("+sel(catalogue.ControllerRuntimeReconcileTotal.Name, q.cfg.Selectors.Controller, `pod!=""`)+"["+window+"])")
+}
+
+// actorPods is, per audit actor, the pods its offending writes came from in the window: the
+// actor_pod of the hot-object and replica-race gauges, and of each side of the fight gauge.
+func (q queries) actorPods(window string) string {
+	by := []string{q.cfg.ClusterLabel, catalogue.LabelActor, catalogue.LabelActorPod}
+	over := func(m catalogue.Metric, podLabel string) string {
+		return "count_over_time(" + sel(m.Name, q.cfg.Selectors.Exporter, podLabel+`!=""`) + "[" + window + "])"
+	}
+	side := func(suffix string) string {
+		return aggregate("count", by, `label_replace(label_replace(`+over(catalogue.AuditFightHandoffs, catalogue.LabelActorPod+suffix)+
+			`, "`+catalogue.LabelActor+`", "$1", "actor`+suffix+`", "(.*)"), "`+catalogue.LabelActorPod+`", "$1", "`+catalogue.LabelActorPod+suffix+`", "(.*)")`)
+	}
+	return strings.Join([]string{
+		aggregate("count", by, over(catalogue.AuditHotObjectWritesPerSecond, catalogue.LabelActorPod)),
+		aggregate("count", by, over(catalogue.AuditReplicaRacePods, catalogue.LabelActorPod)),
+		side("_a"), side("_b"),
+	}, " or ")
+}
+
+// serviceAccountPods is, per service account, the pods kube-state-metrics says run as it in the
+// window. Any job's: kube-state-metrics is scraped under a job of its own.
+func (q queries) serviceAccountPods(window string) string {
+	return aggregate("count", []string{q.cfg.ClusterLabel, "namespace", "service_account", "pod"},
+		"count_over_time("+catalogue.KubePodServiceAccount.Name+`{pod!=""}[`+window+"])")
+}
+
 func hasLabel(m catalogue.Metric, label string) bool {
 	for _, l := range m.Labels {
 		if l == label {

@@ -13,6 +13,10 @@ type finding struct {
 	check *check
 	run   *checkRun
 	how   attribution
+	// join and joinDetail say how an audit actor was matched to the workload (byActor only):
+	// the strongest join of the finding's instances.
+	join       Join
+	joinDetail string
 	// instances are the alert instances that held, strongest first.
 	instances []instance
 	// op and threshold are the alert's first comparison with a constant, which its value is

@@ -147,6 +147,13 @@ type Cause struct {
 	// "workload" (every controller of the workload), "actor" (an audit actor matched to the
 	// workload, and its resource to the controller) or "none" (unattributed).
 	Attribution string `json:"attribution"`
+	// Join says, for an audit finding ("actor"), how its actor was matched to the controller's
+	// workload: "pod" (the pod its writes came from is a scraped target of the workload),
+	// "serviceaccount" (kube-state-metrics says a pod of the workload runs as its service account)
+	// or "name" (the workload's job is named like its service account: a guess); empty otherwise.
+	// JoinDetail says it in a sentence: which pod, service account and job.
+	Join       string `json:"join"`
+	JoinDetail string `json:"joinDetail"`
 	// Value is the alert expression's value for the strongest instance when it last held.
 	Value *float64 `json:"value"`
 	// Threshold is the alert's threshold that Value is compared with, when it has one.

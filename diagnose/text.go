@@ -105,6 +105,9 @@ func (p *printer) cause(n int, c Cause, role string) {
 	if c.Attribution == string(byProcess) || c.Attribution == string(byActor) {
 		p.f("     tied to this controller by %s (%s)\n", c.Attribution, attributionText(c.Attribution))
 	}
+	if c.Join != "" {
+		p.f("     actor joined by %s: %s\n", c.Join, c.JoinDetail)
+	}
 	p.f("     evidence:\n")
 	p.evidence(c.Evidence, "       ")
 	p.f("     condition evaluated:\n")
@@ -119,7 +122,7 @@ func attributionText(how string) string {
 	if how == string(byProcess) {
 		return "a per-pod signal, given to the busiest controller of the workload"
 	}
-	return "the audit actor's service account runs this workload; the object's resource names the controller"
+	return "the audit actor runs as this workload, joined as the next line says; the object's resource names the controller"
 }
 
 // evidence prints rows grouped by query: the numbers, then the PromQL that produced them.

@@ -48,9 +48,9 @@ loopwatch_audit_events_total{outcome="counted"} 8
 loopwatch_audit_events_total{outcome="duplicate"} 0
 loopwatch_audit_events_total{outcome="ignored_stage"} 1
 loopwatch_audit_events_total{outcome="unattributable"} 0
-# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.
+# HELP loopwatch_audit_fight_handoffs Handoffs in an ongoing write fight: one object written alternately by two actors at least N times within the fight window, with the field manager each writes under, each actor's namespace, service account and pod (of its latest write), and the mutating admission webhook that changed their writes (if one did). Capped set, expires after the offender TTL.
 # TYPE loopwatch_audit_fight_handoffs gauge
-loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",field_manager_a="test",field_manager_b="test",group="",mutating_webhook="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
+loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:default:sa-a",actor_b="system:serviceaccount:default:sa-b",actor_namespace_a="default",actor_namespace_b="default",actor_pod_a="",actor_pod_b="",actor_service_account_a="sa-a",actor_service_account_b="sa-b",field_manager_a="test",field_manager_b="test",group="",mutating_webhook="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
 # HELP loopwatch_audit_handoffs_total Successful writes to an object whose previous successful write was by another actor, by previous actor (from_actor), writing actor (to_actor), API group and resource. Reciprocal series (A->B and B->A both rising) are a fight.
 # TYPE loopwatch_audit_handoffs_total counter
 loopwatch_audit_handoffs_total{from_actor="system:serviceaccount:default:sa-a",group="",resource="serviceaccounts",to_actor="system:serviceaccount:default:sa-b"} 3
@@ -262,5 +262,51 @@ func TestDocsStateTheMemoryBound(t *testing.T) {
 		if !found {
 			t.Errorf("docs/exporter.md has no %s row in its Bounds table", part)
 		}
+	}
+}
+
+// The top-offender gauges tie each actor to its workload: the namespace and name of its service
+// account, and the pod behind its bound token on its latest write. An actor that is no service
+// account has neither; a token bound to no pod gives no pod.
+func TestExporterTiesOffendersToTheirWorkloads(t *testing.T) {
+	e, reg := newTestExporter(t)
+	var writes []auditWrite
+	// A fight between a controller whose token is bound to its pod and a user.
+	for i := range 6 {
+		w := auditWrite{actor: "system:serviceaccount:shop:cart-operator", pod: "cart-operator-7d4b9-x2kqp", name: "fighter", at: time.Duration(i) * time.Second}
+		if i%2 == 1 {
+			w = auditWrite{actor: "alice@example.com", name: "fighter", at: time.Duration(i) * time.Second}
+		}
+		writes = append(writes, w)
+	}
+	// A controller rewriting one object from a pod that was restarted: the new pod is named.
+	for i := range 25 {
+		pod := "looper-6c8f-old"
+		if i >= 20 {
+			pod = "looper-6c8f-new"
+		}
+		writes = append(writes, auditWrite{actor: "system:serviceaccount:ops:default", pod: pod, name: "hot", at: time.Duration(i) * 100 * time.Millisecond})
+	}
+	// Two replicas taking turns on one object; the second wrote last.
+	for i, pod := range []string{"syncer-0", "syncer-1", "syncer-0", "syncer-1"} {
+		writes = append(writes, auditWrite{actor: "system:serviceaccount:apps:syncer", pod: pod, resource: "configmaps", name: "state", at: time.Duration(i) * time.Second})
+	}
+	if _, err := e.IngestList(eventList(t, writes...)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(`
+# HELP loopwatch_audit_fight_handoffs %s
+# TYPE loopwatch_audit_fight_handoffs gauge
+loopwatch_audit_fight_handoffs{actor_a="alice@example.com",actor_b="system:serviceaccount:shop:cart-operator",actor_namespace_a="",actor_namespace_b="shop",actor_pod_a="",actor_pod_b="cart-operator-7d4b9-x2kqp",actor_service_account_a="",actor_service_account_b="cart-operator",field_manager_a="test",field_manager_b="test",group="",mutating_webhook="",object_name="fighter",object_namespace="default",resource="serviceaccounts",subresource=""} 5
+# HELP loopwatch_audit_hot_object_writes_per_second %s
+# TYPE loopwatch_audit_hot_object_writes_per_second gauge
+loopwatch_audit_hot_object_writes_per_second{actor="system:serviceaccount:ops:default",actor_namespace="ops",actor_pod="looper-6c8f-new",actor_service_account="default",field_manager="test",group="",mutating_webhook="",object_name="hot",object_namespace="default",resource="serviceaccounts",subresource=""} 10.416666666666668
+# HELP loopwatch_audit_replica_race_pods %s
+# TYPE loopwatch_audit_replica_race_pods gauge
+loopwatch_audit_replica_race_pods{actor="system:serviceaccount:apps:syncer",actor_namespace="apps",actor_pod="syncer-1",actor_service_account="syncer",group="",object_name="state",object_namespace="default",resource="configmaps",subresource=""} 2
+`, catalogue.AuditFightHandoffs.Help, catalogue.AuditHotObjectWritesPerSecond.Help, catalogue.AuditReplicaRacePods.Help)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"loopwatch_audit_fight_handoffs", "loopwatch_audit_hot_object_writes_per_second", "loopwatch_audit_replica_race_pods"); err != nil {
+		t.Fatal(err)
 	}
 }

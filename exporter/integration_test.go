@@ -87,10 +87,10 @@ func TestIntegrationKubeAPIServerAuditWebhook(t *testing.T) {
 	want := fmt.Sprintf(`
 # HELP loopwatch_audit_fight_handoffs %[1]s
 # TYPE loopwatch_audit_fight_handoffs gauge
-loopwatch_audit_fight_handoffs{actor_a=%[2]q,actor_b=%[3]q,field_manager_a="exporter.test",field_manager_b="exporter.test",group="",mutating_webhook="",object_name="target",object_namespace=%[4]q,resource="serviceaccounts",subresource=""} 7
+loopwatch_audit_fight_handoffs{actor_a=%[2]q,actor_b=%[3]q,actor_namespace_a=%[4]q,actor_namespace_b=%[4]q,actor_pod_a="",actor_pod_b="",actor_service_account_a="fighter-a",actor_service_account_b="fighter-b",field_manager_a="exporter.test",field_manager_b="exporter.test",group="",mutating_webhook="",object_name="target",object_namespace=%[4]q,resource="serviceaccounts",subresource=""} 7
 # HELP loopwatch_audit_replica_race_pods %[5]s
 # TYPE loopwatch_audit_replica_race_pods gauge
-loopwatch_audit_replica_race_pods{actor=%[6]q,group="",object_name="state",object_namespace=%[4]q,resource="configmaps",subresource=""} 2
+loopwatch_audit_replica_race_pods{actor=%[6]q,actor_namespace=%[4]q,actor_pod="syncer-1",actor_service_account="syncer",group="",object_name="state",object_namespace=%[4]q,resource="configmaps",subresource=""} 2
 `, catalogue.AuditFightHandoffs.Help, a, b, itNamespace, catalogue.AuditReplicaRacePods.Help, syncer)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"loopwatch_audit_fight_handoffs", "loopwatch_audit_replica_race_pods"); err != nil {
@@ -103,7 +103,7 @@ loopwatch_audit_replica_race_pods{actor=%[6]q,group="",object_name="state",objec
 	metrics := httpGet(t, "https://"+addr+"/metrics", pki)
 	for _, wantLine := range []string{
 		// The clients set no fieldManager: the API server records the user agent's product.
-		fmt.Sprintf(`loopwatch_audit_hot_object_writes_per_second{actor=%q,field_manager="exporter.test",group="",mutating_webhook="",object_name="heartbeat",object_namespace=%q,resource="configmaps",subresource=""}`, stamper, itNamespace),
+		fmt.Sprintf(`loopwatch_audit_hot_object_writes_per_second{actor=%q,actor_namespace=%[2]q,actor_pod="",actor_service_account="stamper",field_manager="exporter.test",group="",mutating_webhook="",object_name="heartbeat",object_namespace=%[2]q,resource="configmaps",subresource=""}`, stamper, itNamespace),
 		fmt.Sprintf(`loopwatch_audit_handoffs_total{from_actor=%q,group="",resource="serviceaccounts",to_actor=%q}`, a, b),
 		fmt.Sprintf(`loopwatch_audit_handoffs_total{from_actor=%q,group="",resource="serviceaccounts",to_actor=%q}`, b, a),
 		`loopwatch_audit_requests_total{outcome="rejected",reason="unauthenticated"} 1`,

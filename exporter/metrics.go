@@ -327,18 +327,23 @@ func (c *trackerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, f := range t.Fights() {
 		o := f.Object
+		nsA, saA, _ := catalogue.SplitServiceAccount(f.ActorA)
+		nsB, saB, _ := catalogue.SplitServiceAccount(f.ActorB)
 		ch <- prometheus.MustNewConstMetric(fightDesc, prometheus.GaugeValue, float64(f.Handoffs),
-			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, f.ActorA, f.ActorB, f.FieldManagerA, f.FieldManagerB, f.MutatingWebhook)
+			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, f.ActorA, f.ActorB, f.FieldManagerA, f.FieldManagerB, f.MutatingWebhook,
+			nsA, saA, f.PodA, nsB, saB, f.PodB)
 	}
 	for _, h := range t.HotObjects() {
 		o := h.Object
+		ns, sa, _ := catalogue.SplitServiceAccount(h.Actor)
 		ch <- prometheus.MustNewConstMetric(hotDesc, prometheus.GaugeValue, h.WritesPerSecond(),
-			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, h.Actor, h.FieldManager, h.MutatingWebhook)
+			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, h.Actor, h.FieldManager, h.MutatingWebhook, ns, sa, h.Pod)
 	}
 	for _, r := range t.Races() {
 		o := r.Object
+		ns, sa, _ := catalogue.SplitServiceAccount(r.Actor)
 		ch <- prometheus.MustNewConstMetric(raceDesc, prometheus.GaugeValue, float64(len(r.Pods)),
-			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, r.Actor)
+			o.Group, o.Resource, o.Subresource, o.Namespace, o.Name, r.Actor, ns, sa, r.LastPod)
 	}
 	s := t.Stats()
 	ch <- prometheus.MustNewConstMetric(objectsDesc, prometheus.GaugeValue, float64(s.TrackedObjects))

@@ -182,8 +182,9 @@ func TestFightThroughAMutatingWebhookNamesIt(t *testing.T) {
 		}
 		metrics := httpGet(t, "https://"+addr+"/metrics", pki)
 		for _, series := range []string{
-			fmt.Sprintf(`loopwatch_audit_fight_handoffs{actor_a=%q,actor_b=%q,field_manager_a="mode-keeper",field_manager_b="stamper",group="",mutating_webhook=%q,object_name="shared"`, sa("mode-keeper"), sa("stamper"), want),
-			fmt.Sprintf(`loopwatch_audit_hot_object_writes_per_second{actor=%q,field_manager="looper",group="",mutating_webhook=%q,object_name="looping"`, sa("looper"), want),
+			// Tokens bound to no pod: each actor's namespace and service account, no pod.
+			fmt.Sprintf(`loopwatch_audit_fight_handoffs{actor_a=%q,actor_b=%q,actor_namespace_a=%[3]q,actor_namespace_b=%[3]q,actor_pod_a="",actor_pod_b="",actor_service_account_a="mode-keeper",actor_service_account_b="stamper",field_manager_a="mode-keeper",field_manager_b="stamper",group="",mutating_webhook=%[4]q,object_name="shared"`, sa("mode-keeper"), sa("stamper"), webhookNamespace, want),
+			fmt.Sprintf(`loopwatch_audit_hot_object_writes_per_second{actor=%q,actor_namespace=%q,actor_pod="",actor_service_account="looper",field_manager="looper",group="",mutating_webhook=%q,object_name="looping"`, sa("looper"), webhookNamespace, want),
 		} {
 			if !strings.Contains(metrics, series) {
 				t.Errorf("/metrics lacks %s", series)

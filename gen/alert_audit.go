@@ -3,6 +3,8 @@ package gen
 import (
 	"math"
 	"time"
+
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 // The audit alerts read the loopwatch audit exporter's metrics: who writes what, who overwrites
@@ -16,25 +18,80 @@ const (
 	rivalActor    = "system:serviceaccount:kube-system:tier-controller"
 )
 
-// offender returns the labels of a top-offender gauge about one Backup.
-func offender(c *caseEnv, actors ...string) Labels {
-	return c.Target("exporter").With(append([]string{"group", "backup.loopwatch.dev", "resource", "backups", "object_namespace", "backup-system", "object_name", "nightly"}, actors...)...)
+// The alerts on the exporter's top-offender gauges tie each offender to the workload of the actor
+// behind it: the namespace of its service account, and the job of the scraped target whose pod
+// wrote (the pod behind the actor's bound token, joined with `up` by namespace and pod). An
+// offender whose writer is no scraped target keeps its namespace and has no job; one whose actor
+// is no service account has neither. The pod itself is left out of the alert's labels: a rollout
+// or replicas taking turns would change it and restart the alert's `for`.
+//
+// workloadLabels are the labels the join adds to an audit alert.
+var workloadLabels = []string{"namespace", "job"}
+
+// levelPod: one pod of one namespace, whatever job scrapes it.
+var levelPod = level{"cluster_namespace_pod", []string{clusterRef, "namespace", "pod"}}
+
+// asTarget renames the actor labels of one side (suffix "", "_a" or "_b") of an offender series to
+// the labels a scrape target has: namespace and pod. A label_replace of an empty source removes
+// the target label.
+func asTarget(expr, suffix string) string {
+	return `label_replace(label_replace(` + expr + `, "namespace", "$1", "` + catalogue.LabelActorNamespace + suffix + `", "(.*)"), "pod", "$1", "` + catalogue.LabelActorPod + suffix + `", "(.*)")`
 }
 
-// offenderCases are the cases of an alert on a top-offender gauge: the gauge appears when the
-// exporter finds an offender, at firing (at or above the threshold) or healthy (under it).
-func offenderCases(c *caseEnv, metric string, firing, healthy float64, l Labels) []Case {
+// withJob adds the job of the scrape target of each series' pod to expr (whose series carry
+// namespace and pod, see asTarget), and drops the series whose pod is no target. One job per pod:
+// a pod that two jobs scrape keeps one of them, the one whose target is up when only one is (a
+// many-to-one match would fail the whole evaluation). The target's value is multiplied by 0:
+// a target that is down still names the pod's job.
+func withJob(e *exprEnv, expr string) string {
+	targets := "topk by (" + levelPod.by() + ") (1, " + sel("up", e.Selector("controller"), `pod!=""`) + ")"
+	return expr + " + on (" + levelPod.by() + ") group_left (job) (0 * " + targets + ")"
+}
+
+// offenderCases returns the cases of an alert on a top-offender gauge: the gauge appears when the
+// exporter finds an offender, at firing (at or above the threshold) or healthy (under it). l are
+// the gauge's labels, want the alert's; up are the scrape targets in the cluster.
+func offenderCases(c *caseEnv, metric string, firing, healthy float64, l, want Labels, up ...Labels) []Case {
+	var ups []*Series
+	for _, u := range up {
+		ups = append(ups, Gauge("up", u, 1))
+	}
 	return []Case{
 		{
-			Name:   "fires when the exporter reports an offender at the threshold",
-			Series: []*Series{Gauge(metric, l, firing).From(incidentAt)},
-			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(firing)},
+			Name:   "fires when the exporter reports an offender at the threshold, naming the job of the pod that writes",
+			Series: append([]*Series{Gauge(metric, l, firing).From(incidentAt)}, ups...),
+			Fires:  &Firing{At: incidentAt, Labels: want, Value: Constant(firing)},
 		},
 		{
 			Name:   "stays silent on an offender under the threshold",
-			Series: []*Series{Gauge(metric, l, healthy).From(incidentAt)},
+			Series: append([]*Series{Gauge(metric, l, healthy).From(incidentAt)}, ups...),
 		},
 	}
+}
+
+// actorOf returns the offender labels that describe one actor (suffix "" or "_a"/"_b"): its name,
+// namespace, service account and pod (empty: none).
+func actorOf(actor, pod, suffix string) []string {
+	ns, sa, _ := catalogue.SplitServiceAccount(actor)
+	name := "actor" + suffix
+	return []string{name, actor, catalogue.LabelActorNamespace + suffix, ns, catalogue.LabelActorServiceAccount + suffix, sa, catalogue.LabelActorPod + suffix, pod}
+}
+
+// offender returns the labels of a top-offender gauge about one Backup, as the exporter exposes
+// them (its own target labels included).
+func offender(c *caseEnv, labels ...string) Labels {
+	return c.Target("exporter").With(append([]string{"group", "backup.loopwatch.dev", "resource", "backups", "object_namespace", "backup-system", "object_name", "nightly"}, labels...)...)
+}
+
+// alertOf returns the labels of an audit alert's instance about offender l, tied to the workload
+// (namespace, job; empty: none).
+func alertOf(c *caseEnv, l Labels, namespace, job string) Labels {
+	return c.Instance(l.With("namespace", "", "job", "")).With("namespace", namespace, "job", job)
+}
+
+// rivalTarget is the scrape target of the rival controller's pod.
+func rivalTarget(c *caseEnv) Labels {
+	return c.Target("controller").With("namespace", "kube-system", "job", "tier-controller-metrics", "pod", "tier-controller-5b7f-qv8mn", "instance", "10.244.3.4:8080")
 }
 
 // WriteFight fires when two actors take turns writing one object, each undoing the other: two
@@ -46,23 +103,54 @@ var WriteFight = &Alert{
 		{Key: "threshold", Default: 4, Check: positive,
 			Doc: "Handoffs between the same two actors on one object within the exporter's fight window at which the alert fires."},
 	},
-	Level: levelAuditObject.with("actor_a", "actor_b", "mutating_webhook"),
+	Level: levelAuditObject.with("actor_a", "actor_b", "mutating_webhook", "namespace", "job"),
 	Expr: func(e *exprEnv) string {
-		return maxBy(levelAuditObject.with("actor_a", "actor_b", "mutating_webhook"), sel("loopwatch_audit_fight_handoffs", e.Selector("exporter"))) + " >= " + e.P("threshold")
+		fight := levelAuditObject.with("actor_a", "actor_b", "mutating_webhook")
+		sides := maxBy(fight.with(catalogue.LabelActorNamespace+"_a", catalogue.LabelActorPod+"_a", catalogue.LabelActorNamespace+"_b", catalogue.LabelActorPod+"_b"),
+			sel("loopwatch_audit_fight_handoffs", e.Selector("exporter")))
+		// The first actor whose pod is a scraped target names the workload; when neither is,
+		// the first actor's namespace.
+		return lines(
+			"max by ("+fight.with(workloadLabels...).by()+") (",
+			"  "+withJob(e, asTarget(sides, "_a")),
+			"  or on ("+fight.by()+")",
+			"  "+withJob(e, asTarget(sides, "_b")),
+			"  or on ("+fight.by()+")",
+			"  "+asTarget(sides, "_a"),
+			") >= "+e.P("threshold"))
 	},
 	Summary:     "Two actors keep overwriting each other's writes to one object.",
-	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window). Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
+	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window){{ if $labels.job }}; {{ $labels.namespace }}/{{ $labels.job }} is one of them{{ end }}. Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
 	Panel:       PanelRef{"audit", "Active fights"},
 	Cases: func(c *caseEnv) []Case {
-		th := c.P("threshold")
-		cases := offenderCases(c, "loopwatch_audit_fight_handoffs", math.Ceil(th), math.Ceil(th)-1,
-			offender(c, "actor_a", rivalActor, "actor_b", operatorActor, "field_manager_a", "tier-controller", "field_manager_b", "backup-operator"))
-		l := offender(c, "actor_a", rivalActor, "actor_b", operatorActor, "field_manager_a", "tier-controller", "field_manager_b", "backup-operator", "mutating_webhook", webhookName)
-		return append(cases, Case{
-			Name:   "names the mutating webhook that rewrites one actor's writes",
-			Series: []*Series{Gauge("loopwatch_audit_fight_handoffs", l, math.Ceil(th)).From(incidentAt)},
-			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(math.Ceil(th))},
-		})
+		th := math.Ceil(c.P("threshold"))
+		op, rival := c.Target("controller"), rivalTarget(c)
+		fight := func(opPod, rivalPod string, more ...string) Labels {
+			l := offender(c, append(append(actorOf(operatorActor, opPod, "_a"), actorOf(rivalActor, rivalPod, "_b")...),
+				"field_manager_a", "backup-operator", "field_manager_b", "tier-controller")...)
+			return l.With(more...)
+		}
+		both := fight(op["pod"], rival["pod"])
+		cases := offenderCases(c, "loopwatch_audit_fight_handoffs", th, th-1, both, alertOf(c, both, op["namespace"], op["job"]), op, rival)
+		onlyRival := fight("", rival["pod"])
+		neither := fight(op["pod"]+"-gone", "")
+		l := fight(op["pod"], rival["pod"], "mutating_webhook", webhookName)
+		return append(cases,
+			Case{
+				Name:   "names the second actor's workload when only its pod is a scraped target",
+				Series: []*Series{Gauge("loopwatch_audit_fight_handoffs", onlyRival, th).From(incidentAt), Gauge("up", op, 1), Gauge("up", rival, 1)},
+				Fires:  &Firing{At: incidentAt, Labels: alertOf(c, onlyRival, rival["namespace"], rival["job"]), Value: Constant(th)},
+			},
+			Case{
+				Name:   "keeps a fight whose actors' pods are no scraped target, in the first actor's namespace without a job",
+				Series: []*Series{Gauge("loopwatch_audit_fight_handoffs", neither, th).From(incidentAt), Gauge("up", op, 1)},
+				Fires:  &Firing{At: incidentAt, Labels: alertOf(c, neither, op["namespace"], ""), Value: Constant(th)},
+			},
+			Case{
+				Name:   "names the mutating webhook that rewrites one actor's writes",
+				Series: []*Series{Gauge("loopwatch_audit_fight_handoffs", l, th).From(incidentAt), Gauge("up", op, 1)},
+				Fires:  &Firing{At: incidentAt, Labels: alertOf(c, l, op["namespace"], op["job"]), Value: Constant(th)},
+			})
 	},
 }
 
@@ -86,22 +174,60 @@ var HotObject = &Alert{
 		{Key: "threshold", Default: 1, Check: positive,
 			Doc: "Writes per second by one actor to one object above which the alert fires."},
 	},
-	Level: levelAuditObject.with("actor", "mutating_webhook"),
+	Level: levelAuditObject.with("actor", "mutating_webhook", "namespace", "job"),
 	Expr: func(e *exprEnv) string {
-		return maxBy(levelAuditObject.with("actor", "mutating_webhook"), sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"))) + " > " + e.P("threshold")
+		hot := levelAuditObject.with("actor", "mutating_webhook")
+		x := asTarget(maxBy(hot.with(catalogue.LabelActorNamespace, catalogue.LabelActorPod), sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"))), "")
+		return lines(
+			"max by ("+hot.with(workloadLabels...).by()+") (",
+			"  "+withJob(e, x),
+			"  or on ("+levelPod.by()+")",
+			"  "+x,
+			") > "+e.P("threshold"))
 	},
 	Summary:     "One actor rewrites one object at a high rate.",
-	Description: "{{ $labels.actor }} writes " + whereObject + " {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
+	Description: "{{ $labels.actor }}{{ if $labels.job }} ({{ $labels.namespace }}/{{ $labels.job }}){{ end }} writes " + whereObject + " {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
 	Panel:       PanelRef{"audit", "Hot objects"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
-		cases := offenderCases(c, "loopwatch_audit_hot_object_writes_per_second", th*above, th/2, offender(c, "actor", operatorActor, "field_manager", "backup-operator"))
-		l := offender(c, "actor", operatorActor, "field_manager", "backup-operator", "mutating_webhook", webhookName)
-		return append(cases, Case{
-			Name:   "names the mutating webhook the actor loops with",
-			Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", l, th*above).From(incidentAt)},
-			Fires:  &Firing{At: incidentAt, Labels: c.Instance(l), Value: Constant(th * above)},
-		})
+		op := c.Target("controller")
+		hot := func(actor, pod string, more ...string) Labels {
+			return offender(c, append(actorOf(actor, pod, ""), "field_manager", "backup-operator")...).With(more...)
+		}
+		l := hot(operatorActor, op["pod"])
+		cases := offenderCases(c, "loopwatch_audit_hot_object_writes_per_second", th*above, th/2, l, alertOf(c, l, op["namespace"], op["job"]), op)
+		gone := hot(operatorActor, op["pod"]+"-gone")
+		unbound := hot(operatorActor, "")
+		user := hot("alice@example.com", "")
+		hook := hot(operatorActor, op["pod"], "mutating_webhook", webhookName)
+		down := op.With("job", "backup-controller-debug", "instance", "10.244.1.17:6060")
+		return append(cases,
+			Case{
+				Name:   "keeps an offender whose pod is no scraped target, in the actor's namespace without a job",
+				Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", gone, th*above).From(incidentAt), Gauge("up", op, 1)},
+				Fires:  &Firing{At: incidentAt, Labels: alertOf(c, gone, op["namespace"], ""), Value: Constant(th * above)},
+			},
+			Case{
+				Name:   "keeps an offender whose token is bound to no pod, in the actor's namespace",
+				Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", unbound, th*above).From(incidentAt), Gauge("up", op, 1)},
+				Fires:  &Firing{At: incidentAt, Labels: alertOf(c, unbound, op["namespace"], ""), Value: Constant(th * above)},
+			},
+			Case{
+				Name:   "keeps an offender that is no service account, without a namespace or a job",
+				Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", user, th*above).From(incidentAt), Gauge("up", op, 1)},
+				Fires:  &Firing{At: incidentAt, Labels: alertOf(c, user, "", ""), Value: Constant(th * above)},
+			},
+			Case{
+				Name: "names one job when two jobs scrape the writing pod, the one whose target is up",
+				Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", l, th*above).From(incidentAt),
+					Gauge("up", op, 1), Gauge("up", down, 0)},
+				Fires: &Firing{At: incidentAt, Labels: alertOf(c, l, op["namespace"], op["job"]), Value: Constant(th * above)},
+			},
+			Case{
+				Name:   "names the mutating webhook the actor loops with",
+				Series: []*Series{Gauge("loopwatch_audit_hot_object_writes_per_second", hook, th*above).From(incidentAt), Gauge("up", op, 1)},
+				Fires:  &Firing{At: incidentAt, Labels: alertOf(c, hook, op["namespace"], op["job"]), Value: Constant(th * above)},
+			})
 	},
 }
 
@@ -114,16 +240,31 @@ var ReplicaRace = &Alert{
 		{Key: "threshold", Default: 2, Check: atLeastTwo,
 			Doc: "Pods of one actor writing one object within the exporter's race window at which the alert fires."},
 	},
-	Level: levelAuditObject.with("actor"),
+	Level: levelAuditObject.with("actor", "namespace", "job"),
 	Expr: func(e *exprEnv) string {
-		return maxBy(levelAuditObject.with("actor"), sel("loopwatch_audit_replica_race_pods", e.Selector("exporter"))) + " >= " + e.P("threshold")
+		race := levelAuditObject.with("actor")
+		x := asTarget(maxBy(race.with(catalogue.LabelActorNamespace, catalogue.LabelActorPod), sel("loopwatch_audit_replica_race_pods", e.Selector("exporter"))), "")
+		return lines(
+			"max by ("+race.with(workloadLabels...).by()+") (",
+			"  "+withJob(e, x),
+			"  or on ("+levelPod.by()+")",
+			"  "+x,
+			") >= "+e.P("threshold"))
 	},
 	Summary:     "Several replicas of one controller write the same object.",
-	Description: "{{ $value }} pods of {{ $labels.actor }} wrote " + whereObject + " within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease.",
+	Description: "{{ $value }} pods of {{ $labels.actor }}{{ if $labels.job }} ({{ $labels.namespace }}/{{ $labels.job }}){{ end }} wrote " + whereObject + " within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease.",
 	Panel:       PanelRef{"audit", "Replica races"},
 	Cases: func(c *caseEnv) []Case {
-		th := c.P("threshold")
-		return offenderCases(c, "loopwatch_audit_replica_race_pods", math.Ceil(th), math.Ceil(th)-1, offender(c, "actor", operatorActor))
+		th := math.Ceil(c.P("threshold"))
+		op := c.Target("controller")
+		l := offender(c, actorOf(operatorActor, otherReplica(op)["pod"], "")...)
+		gone := offender(c, actorOf(operatorActor, op["pod"]+"-gone", "")...)
+		return append(offenderCases(c, "loopwatch_audit_replica_race_pods", th, th-1, l, alertOf(c, l, op["namespace"], op["job"]), op, otherReplica(op)),
+			Case{
+				Name:   "keeps a race whose pods are no scraped target, in the actor's namespace without a job",
+				Series: []*Series{Gauge("loopwatch_audit_replica_race_pods", gone, th).From(incidentAt), Gauge("up", op, 1)},
+				Fires:  &Firing{At: incidentAt, Labels: alertOf(c, gone, op["namespace"], ""), Value: Constant(th)},
+			})
 	},
 }
 

@@ -352,3 +352,25 @@ func (m *Model) expandText(text string, l Labels, value float64) (string, error)
 
 // AtLevel returns the labels of l an aggregation at level lv keeps.
 func (c *caseEnv) AtLevel(lv level, l Labels) Labels { return l.Only(lv.resolve(c.cfg)...) }
+
+// FiringAlerts returns, for each firing case of alert a, the labels of the alert instance its
+// promtool test expects, alertname and severity included: the labels the generated rule gives an
+// instance, as Prometheus sends it to Alertmanager. Tests that feed Alertmanager take their
+// alerts from here rather than writing label sets by hand.
+func (m *Model) FiringAlerts(a *Alert) ([]map[string]string, error) {
+	env := &caseEnv{cfg: m.Config, a: a}
+	cases := a.Cases(env)
+	if len(env.errs) > 0 {
+		return nil, errors.Join(env.errs...)
+	}
+	var out []map[string]string
+	for _, c := range cases {
+		if c.Fires != nil {
+			out = append(out, c.Fires.Labels.With("alertname", a.FullName(), "severity", string(m.Config.Alerts[a.Key].Severity)))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("alert %s declares no firing case", a.FullName())
+	}
+	return out, nil
+}

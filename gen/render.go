@@ -69,6 +69,11 @@ func (m *Model) Files() ([]File, error) {
 		}
 		files = append(files, File{DashboardConfigMap, b}, kustomization("dashboards", DashboardConfigMap))
 	}
+	am, err := m.alertmanagerFiles()
+	if err != nil {
+		return nil, err
+	}
+	files = append(files, am...)
 	mixin, err := m.mixinFiles()
 	if err != nil {
 		return nil, err

@@ -18,6 +18,9 @@ KUBE_LDFLAGS = -X k8s.io/component-base/version.gitVersion=$(or $(KUBE_VERSION),
 # Prometheus 3.x.y is the module github.com/prometheus/prometheus v0.3xx.y (3.16.0 is v0.316.0).
 PROMETHEUS_VERSION := $(shell echo '$(call pin,prometheus,github.com/prometheus/prometheus)' | awk -F. '/^v0\.3[0-9][0-9]\./ { print "3." ($$2 - 300) "." $$3 }')
 PROMETHEUS_LDFLAGS = -X github.com/prometheus/common/version.Version=$(or $(PROMETHEUS_VERSION),$(error no Prometheus v0.3xx version in tools/prometheus/go.mod))
+# Alertmanager's version is its module's (v0.31.1 is 0.31.1).
+ALERTMANAGER_VERSION := $(patsubst v%,%,$(call pin,alertmanager,github.com/prometheus/alertmanager))
+ALERTMANAGER_LDFLAGS = -X github.com/prometheus/common/version.Version=$(or $(ALERTMANAGER_VERSION),$(error no github.com/prometheus/alertmanager version in tools/alertmanager/go.mod))
 # loopwatch's Prometheus scrapes static targets only: without the service-discovery plugins (cloud
 # SDKs) a cold build downloads half the modules and takes 40% of the time (257 s against 640 s
 # measured here).
@@ -37,11 +40,11 @@ PROMETHEUS_OPERATOR_LDFLAGS = -X github.com/prometheus/common/version.Version=$(
 DEMO_TOOLS := $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/prometheus
 # Listed in build order: the slow kube-apiserver first, promtool early (make test-rules needs it).
 TOOL_BINS := $(DEMO_TOOLS) $(BIN)/promtool $(BIN)/jsonnet \
-	$(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/prometheus-operator $(addprefix $(BIN)/crds/,$(PROMETHEUS_OPERATOR_CRDS)) \
-	$(addprefix $(BIN)/crds-operator/,$(PROMETHEUS_OPERATOR_RUN_CRDS))
+	$(BIN)/controller-gen $(BIN)/golangci-lint $(BIN)/prometheus-operator $(BIN)/alertmanager \
+	$(addprefix $(BIN)/crds/,$(PROMETHEUS_OPERATOR_CRDS)) $(addprefix $(BIN)/crds-operator/,$(PROMETHEUS_OPERATOR_RUN_CRDS))
 
 .PHONY: tools
-tools: ## Build the pinned tools (kube-apiserver, etcd, prometheus, promtool, jsonnet, controller-gen, golangci-lint, prometheus-operator, CRDs) into bin/, two at a time.
+tools: ## Build the pinned tools (kube-apiserver, etcd, prometheus, promtool, jsonnet, controller-gen, golangci-lint, prometheus-operator, alertmanager, CRDs) into bin/, two at a time.
 	@$(MAKE) -j2 --no-print-directory $(TOOL_BINS)
 
 .PHONY: demo-tools
@@ -82,6 +85,10 @@ $(BIN)/golangci-lint: $(call tool-mod,golangci-lint)
 
 $(BIN)/controller-gen: $(call tool-mod,controller-gen)
 	$(TIMED) $(GO) -C $(TOOLS_DIR)/controller-gen build -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	@touch $@
+
+$(BIN)/alertmanager: $(call tool-mod,alertmanager)
+	$(TIMED) $(GO) -C $(TOOLS_DIR)/alertmanager build -ldflags '$(ALERTMANAGER_LDFLAGS)' -o $@ github.com/prometheus/alertmanager/cmd/alertmanager
 	@touch $@
 
 # The operator is built as a dependency of the tool module: `go install` refuses its module for its

@@ -61,6 +61,9 @@ type write struct {
 	// manager is the fieldManager parameter, agent the user agent, webhook the mutating webhook
 	// annotation's value.
 	manager, agent, webhook string
+	// impersonates is the user the actor impersonates: the event's actor, written from the
+	// impersonator's pod.
+	impersonates string
 }
 
 func (w write) event() decode.Event {
@@ -71,7 +74,7 @@ func (w write) event() decode.Event {
 	return decode.Event{
 		Verb: "patch", Stage: decode.StageResponseComplete, Username: w.actor, Pod: w.pod,
 		Resource: "configmaps", Namespace: "default", Name: w.name, Code: code, StageTimestamp: t0.Add(w.at),
-		FieldManager: w.manager, MutatingWebhook: w.webhook, UserAgent: w.agent,
+		FieldManager: w.manager, MutatingWebhook: w.webhook, UserAgent: w.agent, ImpersonatedUsername: w.impersonates,
 	}
 }
 

@@ -52,6 +52,10 @@ type Fight struct {
 	// webhook's as much as theirs.
 	MutatingWebhook string `json:"mutatingWebhook,omitempty"`
 	MutatedActor    string `json:"mutatedActor,omitempty"`
+	// PodA and PodB are the pods behind each actor's bound token on its latest write (see
+	// writerPod): a scraped target with the same pod and namespace names the actor's workload.
+	PodA string `json:"podA,omitempty"`
+	PodB string `json:"podB,omitempty"`
 }
 
 // HotObject is one object rewritten by one actor faster than the threshold.
@@ -70,6 +74,8 @@ type HotObject struct {
 	// changed the actor's writes, the first seen: a controller that keeps writing back what a
 	// webhook rewrites loops with it.
 	MutatingWebhook string `json:"mutatingWebhook,omitempty"`
+	// Pod is the pod behind the actor's bound token on its latest write (see writerPod).
+	Pod string `json:"pod,omitempty"`
 }
 
 // WritesPerSecond is the hot object's write rate over its span (Writes when the span is zero).
@@ -85,8 +91,10 @@ func (h HotObject) WritesPerSecond() float64 {
 type Race struct {
 	Object ObjectRef `json:"object"`
 	Actor  string    `json:"actor"`
-	// Pods are the pod names seen writing (sorted, bounded by Config.MaxRacePods).
+	// Pods are the pod names seen writing (sorted, bounded by Config.MaxRacePods); LastPod is
+	// the one that wrote last.
 	Pods      []string  `json:"pods"`
+	LastPod   string    `json:"lastPod,omitempty"`
 	Writes    int       `json:"writes"`
 	Conflicts int       `json:"conflicts"`
 	First     time.Time `json:"first"`

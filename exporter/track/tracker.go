@@ -433,6 +433,17 @@ func (t *Tracker) raceWrite(r *Race, ev *decode.Event, ts time.Time, conflict bo
 	}
 	r.Last = ts
 	r.Pods = addPod(r.Pods, ev.Pod, t.cfg.MaxRacePods)
+	r.LastPod = ev.Pod
+}
+
+// writerPod is the pod behind the writer's bound service-account token, or "" when the token is
+// not bound to a pod or the write is impersonated: the pod is then the impersonator's, not the
+// actor's.
+func writerPod(ev *decode.Event) string {
+	if ev.ImpersonatedUsername != "" {
+		return ""
+	}
+	return ev.Pod
 }
 
 // addPod inserts pod into the sorted set pods, bounded by max.
@@ -493,10 +504,11 @@ func (t *Tracker) trackFight(w *objectWrite) {
 // and user agent, and the mutating webhook that changed its write.
 func describeFight(f *Fight, o *Observation) {
 	ev := o.Event
-	manager, agent := &f.FieldManagerA, &f.UserAgentA
+	manager, agent, pod := &f.FieldManagerA, &f.UserAgentA, &f.PodA
 	if o.Actor == f.ActorB {
-		manager, agent = &f.FieldManagerB, &f.UserAgentB
+		manager, agent, pod = &f.FieldManagerB, &f.UserAgentB, &f.PodB
 	}
+	*pod = writerPod(ev)
 	if *manager == "" {
 		*manager = ev.Manager()
 	}
@@ -510,6 +522,7 @@ func describeFight(f *Fight, o *Observation) {
 
 // describeHot fills what the hot object does not know yet about its actor's write ev.
 func describeHot(h *HotObject, ev *decode.Event) {
+	h.Pod = writerPod(ev)
 	if h.FieldManager == "" {
 		h.FieldManager = ev.Manager()
 	}

@@ -74,7 +74,7 @@ func TestTrackerDetections(t *testing.T) {
 				}
 				return ws
 			}(),
-			fights: []Fight{{Object: cm, ActorA: "sa-a", ActorB: "sa-b", Handoffs: 5, First: t0.Add(time.Second), Last: t0.Add(5 * time.Second)}},
+			fights: []Fight{{Object: cm, ActorA: "sa-a", ActorB: "sa-b", Handoffs: 5, First: t0.Add(time.Second), Last: t0.Add(5 * time.Second), PodA: "sa-a-pod", PodB: "sa-b-pod"}},
 		},
 		{
 			name:   "stays silent when the handoffs are spread beyond the window",
@@ -104,6 +104,31 @@ func TestTrackerDetections(t *testing.T) {
 			hot:    []HotObject{{Object: cm, Actor: "ctl", Writes: 25, First: t0, Last: t0.Add(2400 * time.Millisecond)}},
 		},
 		{
+			name: "names the pod of the hot object's latest write, the one a restarted controller writes from",
+			writes: func() []write {
+				ws := repeat("ctl", 25, 100*time.Millisecond)
+				for i := range ws {
+					ws[i].pod = "ctl-old"
+					if i >= 20 {
+						ws[i].pod = "ctl-new"
+					}
+				}
+				return ws
+			}(),
+			hot: []HotObject{{Object: cm, Actor: "ctl", Writes: 25, First: t0, Last: t0.Add(2400 * time.Millisecond), Pod: "ctl-new"}},
+		},
+		{
+			name: "names no pod for a hot object written by impersonation: the pod is the impersonator's",
+			writes: func() []write {
+				ws := repeat("impersonator", 25, 100*time.Millisecond)
+				for i := range ws {
+					ws[i].pod, ws[i].impersonates = "impersonator-pod", "ctl"
+				}
+				return ws
+			}(),
+			hot: []HotObject{{Object: cm, Actor: "ctl", Writes: 25, First: t0, Last: t0.Add(2400 * time.Millisecond)}},
+		},
+		{
 			name:   "stays silent when one actor writes slower than the threshold",
 			writes: repeat("ctl", 25, 5*time.Second),
 		},
@@ -113,7 +138,7 @@ func TestTrackerDetections(t *testing.T) {
 				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: time.Second, code: 409},
 				{actor: "sa", pod: "p2", name: "cm", at: 2 * time.Second}, {actor: "sa", pod: "p3", name: "cm", at: 3 * time.Second},
 			},
-			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2", "p3"}, Writes: 4, Conflicts: 1, First: t0, Last: t0.Add(3 * time.Second)}},
+			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2", "p3"}, LastPod: "p3", Writes: 4, Conflicts: 1, First: t0, Last: t0.Add(3 * time.Second)}},
 		},
 		{
 			name: "reports a replica race when the first pod writes again after the second",
@@ -121,7 +146,7 @@ func TestTrackerDetections(t *testing.T) {
 				{actor: "sa", pod: "p1", name: "cm"}, {actor: "sa", pod: "p2", name: "cm", at: time.Second},
 				{actor: "sa", pod: "p1", name: "cm", at: 2 * time.Second}, {actor: "sa", pod: "p2", name: "cm", at: 3 * time.Second},
 			},
-			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2"}, Writes: 4, First: t0, Last: t0.Add(3 * time.Second)}},
+			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2"}, LastPod: "p2", Writes: 4, First: t0, Last: t0.Add(3 * time.Second)}},
 		},
 		{
 			name: "stays silent on a handover: the new pod writes soon after the old one, which never writes again",
@@ -148,7 +173,7 @@ func TestTrackerDetections(t *testing.T) {
 			name: "reports a replica race when pods take turns long after a handover",
 			writes: handedOver(write{actor: "sa", pod: "p1", name: "cm", at: 20*time.Minute + time.Second},
 				write{actor: "sa", pod: "p2", name: "cm", at: 20*time.Minute + 2*time.Second}),
-			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2"}, Writes: 3, First: t0.Add(20 * time.Minute), Last: t0.Add(20*time.Minute + 2*time.Second)}},
+			races: []Race{{Object: cm, Actor: "sa", Pods: []string{"p1", "p2"}, LastPod: "p2", Writes: 3, First: t0.Add(20 * time.Minute), Last: t0.Add(20*time.Minute + 2*time.Second)}},
 		},
 		{
 			name: "stays silent when one pod writes repeatedly",

@@ -3,6 +3,8 @@ package benchrules
 import (
 	"fmt"
 	"slices"
+
+	"github.com/loopwatch/loopwatch/catalogue"
 )
 
 // Bounds of the audit exporter's series, from its defaults (exporter/track DefaultConfig and
@@ -40,6 +42,16 @@ func auditActors() []string {
 		out = append(out, fmt.Sprintf("system:serviceaccount:%s-%03d-system:%s-controller-manager", k, i, k))
 	}
 	return append(out, "other")
+}
+
+// actorWorkload returns the offender labels that tie an actor to its workload (namespace, service
+// account, pod): a pod-like name for a service account, as a bound token gives, none for others.
+func actorWorkload(actor string, seed uint64) []string {
+	ns, sa, ok := catalogue.SplitServiceAccount(actor)
+	if !ok {
+		return []string{"", "", ""}
+	}
+	return []string{ns, sa, sa + "-" + token(mix(seed, uint64(len(actor))), 10) + "-" + token(mix(seed, uint64(len(sa))), 5)}
 }
 
 // exporterTarget is the audit exporter at its bounds: every actor label in use, every offender
@@ -111,9 +123,13 @@ func exporterTarget(cfg FleetConfig, index int) *Target {
 		sub := []string{"", "status"}[i%2]
 		ns, name := fmt.Sprintf("team-%02d", i%17), fmt.Sprintf("object-%03d", i)
 		a, bb := actors[i%exporterTopK], actors[(i+1)%exporterTopK]
-		b.add("loopwatch_audit_fight_handoffs", value{c: gaugeCurve(4, 26, 60, next()), scale: 1, floor: true}, gr.group, gr.resource, sub, ns, name, a, bb, "manager-a", "manager-b", "")
-		b.add("loopwatch_audit_hot_object_writes_per_second", value{c: gaugeCurve(0.3, 2.7, 60, next()), scale: 1}, gr.group, gr.resource, sub, ns, "hot-"+name, a, "manager-a", "")
-		b.add("loopwatch_audit_replica_race_pods", value{c: gaugeCurve(2, 1.99, 60, next()), scale: 1, floor: true}, gr.group, gr.resource, sub, ns, "raced-"+name, a)
+		wa, wb := actorWorkload(a, seed), actorWorkload(bb, seed)
+		b.add("loopwatch_audit_fight_handoffs", value{c: gaugeCurve(4, 26, 60, next()), scale: 1, floor: true},
+			slices.Concat([]string{gr.group, gr.resource, sub, ns, name, a, bb, "manager-a", "manager-b", ""}, wa, wb)...)
+		b.add("loopwatch_audit_hot_object_writes_per_second", value{c: gaugeCurve(0.3, 2.7, 60, next()), scale: 1},
+			slices.Concat([]string{gr.group, gr.resource, sub, ns, "hot-" + name, a, "manager-a", ""}, wa)...)
+		b.add("loopwatch_audit_replica_race_pods", value{c: gaugeCurve(2, 1.99, 60, next()), scale: 1, floor: true},
+			slices.Concat([]string{gr.group, gr.resource, sub, ns, "raced-" + name, a}, wa)...)
 	}
 
 	const batches = 5.0 // webhook batches per second

@@ -81,9 +81,9 @@ func (s *Scene) judge(ctx context.Context, want Diagnosis) Diagnosed {
 	if want.Controller == "" {
 		return judgeUnattributed(r, want)
 	}
-	c, ok := r.Find(s.Namespace, operatorJob, want.Controller)
+	c, ok := r.Find(s.Namespace, s.workload.Job, want.Controller)
 	if !ok {
-		return Diagnosed{Err: fmt.Errorf("diagnose found no controller %s of %s/%s", want.Controller, s.Namespace, operatorJob)}
+		return Diagnosed{Err: fmt.Errorf("diagnose found no controller %s of %s/%s", want.Controller, s.Namespace, s.workload.Job)}
 	}
 	said := c.FirstCause()
 	if said == "" {

@@ -25,6 +25,8 @@ type Incident struct {
 	Known map[*gen.Alert]string
 	// Operator is how the operator's replicas run; "{ns}" in a flag is the scene's namespace.
 	Operator Operator
+	// Workload is how they are deployed: service account and job (default backup-operator).
+	Workload Workload
 	// Before prepares the scene before the operator starts (objects it finds at startup).
 	Before func(ctx context.Context, s *Scene) error
 	// Inject starts the incident once the operator runs (load, a deletion); nil when the
@@ -256,7 +258,7 @@ func Scenario(name string) (Incident, error) {
 // controller metrics, then rolls the operator out as a Deployment does: the new replica, with
 // --fault-metrics-own-registry, starts and is up before the old one stops and hands it the lease.
 func rollOutOwnRegistry(ctx context.Context, s *Scene) error {
-	seen := gen.JobSeenSeries() + `{job="` + operatorJob + `"}`
+	seen := gen.JobSeenSeries() + `{job="` + s.workload.Job + `"}`
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if _, err := s.Prometheus().WaitForQuery(wctx, seen); err != nil {

@@ -63,7 +63,7 @@ const tail = 5 * time.Second
 func (c *Cluster) RunIncident(ctx context.Context, inc Incident, keep bool) (res Result, scene *Scene) {
 	res = Result{Incident: inc, Fired: map[string]time.Duration{}}
 	start := time.Now()
-	s, err := c.NewScene(ctx, inc.Name, SceneOptions{})
+	s, err := c.NewScene(ctx, inc.Name, SceneOptions{Workload: inc.Workload})
 	if err != nil {
 		res.Err = err
 		return res, nil

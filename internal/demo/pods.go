@@ -39,7 +39,7 @@ type pod struct {
 }
 
 func (s *Scene) newPod(ctx context.Context, name string) (*pod, error) {
-	cfg, err := s.c.cp.PodConfig(ctx, s.Namespace, operatorSA, name)
+	cfg, err := s.c.cp.PodConfig(ctx, s.Namespace, s.workload.ServiceAccount, name)
 	if err != nil {
 		return nil, err
 	}

@@ -28,9 +28,11 @@ type Scene struct {
 	Name string
 	// Namespace holds the scene's objects, service accounts and operator pods.
 	Namespace string
-	dir       string
-	prom      *stack.Prometheus
-	pods      []*pod
+	// workload is how the operator is deployed in the scene: its service account and job.
+	workload Workload
+	dir      string
+	prom     *stack.Prometheus
+	pods     []*pod
 	// bg is cancelled when the scene closes: the loads running in the background stop.
 	bg     context.Context
 	stopBG context.CancelFunc
@@ -48,6 +50,29 @@ type SceneOptions struct {
 	Pods int
 	// ScrapeInterval is Prometheus' (default ScrapeInterval).
 	ScrapeInterval time.Duration
+	// Workload is how the operator is deployed (default: service account and job
+	// backup-operator).
+	Workload Workload
+}
+
+// Workload is how the operator is deployed: the service account its pods run as and the job
+// Prometheus scrapes them under. Controllers in the wild run as their namespace's default
+// ServiceAccount, or as kubebuilder's scaffold names them (ServiceAccount controller-manager,
+// metrics Service <project>-controller-manager-metrics-service): names that say nothing of each
+// other.
+type Workload struct {
+	ServiceAccount, Job string
+}
+
+// orDefault fills in the reference operator's names where w leaves them empty.
+func (w Workload) orDefault() Workload {
+	if w.ServiceAccount == "" {
+		w.ServiceAccount = operatorSA
+	}
+	if w.Job == "" {
+		w.Job = operatorJob
+	}
+	return w
 }
 
 // NewScene starts a scene called name (a DNS label): its namespace, service accounts, pod
@@ -65,7 +90,7 @@ func (c *Cluster) NewScene(ctx context.Context, name string, opts SceneOptions) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	s = &Scene{c: c, Name: name, Namespace: ns, dir: dir, start: time.Now()}
+	s = &Scene{c: c, Name: name, Namespace: ns, workload: opts.Workload.orDefault(), dir: dir, start: time.Now()}
 	s.bg, s.stopBG = context.WithCancel(context.Background())
 	defer func() {
 		if err != nil {
@@ -76,7 +101,7 @@ func (c *Cluster) NewScene(ctx context.Context, name string, opts SceneOptions) 
 	if err := c.startExporter(ctx, dir); err != nil {
 		return s, err
 	}
-	for _, sa := range []string{operatorSA, rivalSA} {
+	for _, sa := range []string{s.workload.ServiceAccount, rivalSA} {
 		if _, err := c.cp.ServiceAccountConfig(ctx, ns, sa); err != nil {
 			return s, err
 		}
@@ -100,7 +125,7 @@ func (c *Cluster) NewScene(ctx context.Context, name string, opts SceneOptions) 
 func (s *Scene) startPrometheus(ctx context.Context, scrape time.Duration) error {
 	targets := []stack.ScrapeTarget{s.c.exporterTarget()}
 	for _, p := range s.pods {
-		targets = append(targets, stack.ScrapeTarget{Job: operatorJob, Addresses: []string{p.addr},
+		targets = append(targets, stack.ScrapeTarget{Job: s.workload.Job, Addresses: []string{p.addr},
 			Labels: map[string]string{"namespace": s.Namespace, "pod": p.name}})
 	}
 	apiserver, err := s.c.cp.ScrapeTarget("apiserver")
