@@ -45,10 +45,10 @@ func (r *Report) WriteHTML(out io.Writer) error {
 	w.Begin("Audit log post-mortem", sub)
 	w.Raw(markDefs)
 	r.htmlSummary(w)
-	r.htmlOverTime(w)
 	r.htmlFights(w)
 	r.htmlHot(w)
 	r.htmlRaces(w)
+	r.htmlOverTime(w)
 	r.htmlTables(w)
 	return w.End()
 }

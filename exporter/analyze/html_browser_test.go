@@ -332,7 +332,7 @@ func TestHTMLReportInChromium(t *testing.T) {
 				t.Errorf("the printed page is no PDF with pages (%d bytes)", len(b))
 			}
 			if tc.shot && *screenshot {
-				if _, err := c.Load(ctx, page+"#fights", browser.Capture{Screenshot: shot, Width: 1000, Height: 1180}); err != nil {
+				if _, err := c.Load(ctx, page, browser.Capture{Screenshot: shot, Width: 1000, Height: 1250}); err != nil {
 					t.Fatal(err)
 				}
 				if err := shrinkPNG(shot, readmeShot); err != nil {

@@ -39,12 +39,12 @@ func (s TimeScale) Ticks() ([]time.Time, time.Duration) {
 	span := s.To.Sub(s.From)
 	step := tickSteps[len(tickSteps)-1]
 	for _, st := range tickSteps {
-		if span/st <= maxTicks {
+		if span/st < maxTicks {
 			step = st
 			break
 		}
 	}
-	for span/step > maxTicks {
+	for span/step >= maxTicks {
 		step *= 2
 	}
 	var out []time.Time
@@ -186,9 +186,14 @@ func Duration(d time.Duration) string {
 	case d < time.Minute:
 		return strings.TrimSuffix(d.Round(time.Millisecond).String(), ".000s")
 	}
-	s := d.Round(time.Second).String()
-	s = strings.TrimSuffix(s, "0s")
-	return strings.TrimSuffix(s, "0m")
+	s := d.Round(time.Second).String() // 1h2m3s, 10m0s, 2h0m0s
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
 }
 
 // Point is one value of a line.
