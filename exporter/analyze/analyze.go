@@ -4,6 +4,7 @@
 package analyze
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,8 @@ type Options struct {
 	// or pod, and every actor's writes and initial lists over time, all bounded (see
 	// timeline.go). Off, WriteHTML draws no timeline.
 	Timelines bool
+	// ringSize replaces ringSize (tests).
+	ringSize int
 }
 
 // maxSkippedLines is how many line numbers of skipped lines the report lists.
@@ -179,7 +182,7 @@ func AnalyzeAll(logs []io.Reader, opts Options) (*Report, error) {
 	}
 	rep := &Report{actors: map[string]*writerState{}, readers: map[string]*readerState{}, Skipped: Skipped{FirstLines: []int{}}, opts: opts}
 	if opts.Timelines {
-		rep.rec = newRecorder()
+		rep.rec = newRecorder(cmp.Or(opts.ringSize, ringSize))
 	}
 	conflicts := map[string]*ActorConflicts{}
 	var latest time.Time

@@ -430,7 +430,7 @@ func (r *Report) drawTimeline(w *hr.Writer, id string, tl *timeline, first, last
 		if tl.missing > 0 {
 			n = fmt.Sprint(tl.missing)
 		}
-		w.Note(fmt.Sprintf("%s of the first writes of this finding are not drawn: they were more than %d writes back in the log when it was found.", n, ringSize))
+		w.Note(fmt.Sprintf("%s of the first writes of this finding are not drawn: they were more than %d writes back in the log when it was found.", n, len(r.rec.ring)))
 	}
 	if tl.maxLanesReached {
 		w.Note(fmt.Sprintf("Pods beyond the first %d share the lane \"other pods\".", maxRaceLanes))

@@ -361,9 +361,9 @@ type recorder struct {
 	otherInitial    []uint32
 }
 
-func newRecorder() *recorder {
+func newRecorder(ring int) *recorder {
 	return &recorder{
-		ring:      make([]writeMark, ringSize),
+		ring:      make([]writeMark, ring),
 		pods:      []string{""},
 		podIDs:    map[string]uint16{},
 		pinned:    make([]uint64, pinBits/64),
