@@ -13,8 +13,11 @@ import (
 // seriesBuckets buckets whatever the span.
 const (
 	// ringSize is how many of the latest writes to named objects are kept, so that a finding,
-	// found at its Nth write, can be drawn from its first: 24 MiB.
-	ringSize = 1 << 20
+	// found at its Nth write, can be drawn from its first: 6 MiB, four minutes of a cluster
+	// writing 1,000 objects a second (a fight's window is five minutes by default, a hot
+	// object's one). More cost more than they bring: the memory a 1M-write ring takes is most of
+	// what the recorder adds to the analysis of a 1 GB log.
+	ringSize = 1 << 18
 	// maxTimelines bounds the findings whose writes are kept.
 	maxTimelines = 1000
 	// maxExactMarks bounds the writes of one finding drawn one by one.
@@ -332,9 +335,12 @@ func (t *timeline) finish() {
 // objects (a ring), the writes of each finding (timelines) and every actor's writes and initial
 // lists over time. It is off unless Options.Timelines is set.
 type recorder struct {
-	ring []writeMark
-	next int
-	full bool
+	// ring holds the latest writes; it grows by doubling up to ringMax, so a small log does not
+	// pay for a large ring.
+	ring    []writeMark
+	ringMax int
+	next    int
+	full    bool
 
 	pods      []string
 	podIDs    map[string]uint16
@@ -363,7 +369,8 @@ type recorder struct {
 
 func newRecorder(ring int) *recorder {
 	return &recorder{
-		ring:      make([]writeMark, ring),
+		ring:      make([]writeMark, min(ring, 1<<12)),
+		ringMax:   ring,
 		pods:      []string{""},
 		podIDs:    map[string]uint16{},
 		pinned:    make([]uint64, pinBits/64),
@@ -491,7 +498,11 @@ func (r *recorder) write(o *track.Observation, w *writerState) {
 	m := writeMark{key: o.Object, nanos: t, actor: w.id, pod: pod, flags: f}
 	r.ring[r.next] = m
 	if r.next++; r.next == len(r.ring) {
-		r.next, r.full = 0, true
+		if len(r.ring) < r.ringMax {
+			r.ring = append(r.ring, make([]writeMark, min(len(r.ring), r.ringMax-len(r.ring)))...)
+		} else {
+			r.next, r.full = 0, true
+		}
 	}
 	if r.pinned[(o.Object>>6)%(pinBits/64)]&(1<<(o.Object&63)) == 0 {
 		return
