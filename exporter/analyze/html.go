@@ -19,6 +19,8 @@ const (
 	// maxDrawn bounds the timelines drawn per kind of finding (fights, hot objects, races), the
 	// strongest first.
 	maxDrawn = 25
+	// summaryFindings bounds the findings of each kind the summary lists.
+	summaryFindings = 5
 	// chartWriters and chartReaders are the actors drawn over time, the most active first.
 	chartWriters = 8
 	chartReaders = 5
@@ -79,24 +81,24 @@ func (r *Report) htmlSummary(w *hr.Writer) {
 	} else {
 		w.Raw("<ol class=\"found\">\n")
 		for i, f := range r.rankedFights() {
-			if i == maxDrawn {
-				w.Rawf("<li>%d more fights: see the table.</li>\n", len(r.Fights)-maxDrawn)
+			if i == summaryFindings {
+				w.Rawf("<li><a href=\"#fights\">%d more fights</a>.</li>\n", len(r.Fights)-summaryFindings)
 				break
 			}
 			w.Rawf("<li><a href=\"#%s\">Fight over %s</a>: %s ⇄ %s, %d handoffs in %s.</li>\n", fightID(f), hr.Esc(f.Object.String()),
 				hr.Esc(f.ActorA), hr.Esc(f.ActorB), f.Handoffs, hr.Esc(hr.Duration(f.Last.Sub(f.First))))
 		}
 		for i, h := range r.rankedHot() {
-			if i == maxDrawn {
-				w.Rawf("<li>%d more hot objects: see the table.</li>\n", len(r.HotObjects)-maxDrawn)
+			if i == summaryFindings {
+				w.Rawf("<li><a href=\"#hot\">%d more hot objects</a>.</li>\n", len(r.HotObjects)-summaryFindings)
 				break
 			}
 			w.Rawf("<li><a href=\"#%s\">Hot object %s</a>: %s, %d writes, %.1f/s.</li>\n", hotID(h), hr.Esc(h.Object.String()),
 				hr.Esc(h.Actor), h.Writes, h.WritesPerSecond())
 		}
 		for i, rc := range r.rankedRaces() {
-			if i == maxDrawn {
-				w.Rawf("<li>%d more replica races: see the table.</li>\n", len(r.Races)-maxDrawn)
+			if i == summaryFindings {
+				w.Rawf("<li><a href=\"#races\">%d more replica races</a>.</li>\n", len(r.Races)-summaryFindings)
 				break
 			}
 			w.Rawf("<li><a href=\"#%s\">Replica race on %s</a>: %d pods of %s, %d writes, %d conflicts.</li>\n", raceID(rc), hr.Esc(rc.Object.String()),
@@ -221,7 +223,7 @@ func (r *Report) htmlFights(w *hr.Writer) {
 	rows := make([][]hr.Cell, 0, len(r.Fights))
 	for _, f := range r.Fights {
 		rows = append(rows, []hr.Cell{{Text: f.Object.String(), HTML: link(fightID(f), f.Object.String())}, hr.T(withManager(f.ActorA, f.FieldManagerA)),
-			hr.T(withManager(f.ActorB, f.FieldManagerB)), hr.N(f.Handoffs), hr.T(hr.Stamp(f.First)), hr.T(hr.Stamp(f.Last)),
+			hr.T(withManager(f.ActorB, f.FieldManagerB)), hr.N(f.Handoffs), hr.Time(f.First), hr.Time(f.Last),
 			spanCell(f.First, f.Last), hr.T(webhook(f.MutatingWebhook, f.MutatedActor))})
 	}
 	if len(rows) > 0 {
@@ -254,7 +256,7 @@ func (r *Report) htmlHot(w *hr.Writer) {
 	rows := make([][]hr.Cell, 0, len(r.HotObjects))
 	for _, h := range r.HotObjects {
 		rows = append(rows, []hr.Cell{{Text: h.Object.String(), HTML: link(hotID(h), h.Object.String())}, hr.T(withManager(h.Actor, h.FieldManager)),
-			hr.N(h.Writes), hr.F(fmt.Sprintf("%.1f", h.WritesPerSecond()), h.WritesPerSecond()), hr.T(hr.Stamp(h.First)), hr.T(hr.Stamp(h.Last)),
+			hr.N(h.Writes), hr.F(fmt.Sprintf("%.1f", h.WritesPerSecond()), h.WritesPerSecond()), hr.Time(h.First), hr.Time(h.Last),
 			spanCell(h.First, h.Last), hr.T(webhook(h.MutatingWebhook, ""))})
 	}
 	if len(rows) > 0 {
@@ -286,7 +288,7 @@ func (r *Report) htmlRaces(w *hr.Writer) {
 	rows := make([][]hr.Cell, 0, len(r.Races))
 	for _, rc := range r.Races {
 		rows = append(rows, []hr.Cell{{Text: rc.Object.String(), HTML: link(raceID(rc), rc.Object.String())}, hr.T(rc.Actor), hr.T(strings.Join(rc.Pods, ",")),
-			hr.N(rc.Writes), hr.N(rc.Conflicts), hr.T(hr.Stamp(rc.First)), hr.T(hr.Stamp(rc.Last)), spanCell(rc.First, rc.Last)})
+			hr.N(rc.Writes), hr.N(rc.Conflicts), hr.Time(rc.First), hr.Time(rc.Last), spanCell(rc.First, rc.Last)})
 	}
 	if len(rows) > 0 {
 		w.Table("races-table", "Replica races", []hr.Column{{Name: "Object"}, {Name: "Actor"}, {Name: "Pods"}, {Name: "Writes", Numeric: true},
@@ -354,7 +356,8 @@ func (r *Report) drawTimeline(w *hr.Writer, id string, tl *timeline, first, last
 		if m := managers[ln.name]; m != "" {
 			label = withManager(label, m)
 		}
-		short := label
+		// The table under the chart names the lane in full.
+		short := strings.TrimPrefix(label, "system:serviceaccount:")
 		if len(short) > 42 {
 			short = "…" + short[len(short)-41:]
 		}
@@ -443,16 +446,16 @@ func (r *Report) drawTimeline(w *hr.Writer, id string, tl *timeline, first, last
 				vs = append(vs, fmt.Sprintf("%s=%d", verbs[i], n))
 			}
 		}
-		firstAt, lastAt := "-", "-"
+		firstAt, lastAt := hr.T("-"), hr.T("-")
 		if ln.stats.writes > 0 {
-			firstAt, lastAt = hr.Stamp(time.Unix(0, ln.stats.first)), hr.Stamp(time.Unix(0, ln.stats.last))
+			firstAt, lastAt = hr.Time(time.Unix(0, ln.stats.first)), hr.Time(time.Unix(0, ln.stats.last))
 		}
 		who := ln.name
 		if a := agents[ln.name]; a != "" {
 			who += " (" + a + ")"
 		}
 		rows = append(rows, []hr.Cell{hr.T(who), hr.T(orDefault(managers[ln.name], "-")), hr.N(ln.stats.writes), hr.N(ln.stats.conflicts),
-			hr.T(strings.Join(vs, " ")), hr.N(ln.stats.mutated), hr.T(firstAt), hr.T(lastAt)})
+			hr.T(strings.Join(vs, " ")), hr.N(ln.stats.mutated), firstAt, lastAt})
 	}
 	lane := "Actor (user agent)"
 	if tl.kind == track.KindRace {

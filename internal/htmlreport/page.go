@@ -8,6 +8,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 )
 
 //go:embed style.css
@@ -127,6 +128,18 @@ type Cell struct {
 	Value float64
 	// HTML, when set, is written instead of Text (markup the caller escaped).
 	HTML string
+	// NoWrap keeps the cell on one line (times).
+	NoWrap bool
+}
+
+// Time is a cell showing t to the millisecond (the date above the time, each on one line),
+// sorting by t.
+func Time(t time.Time) Cell {
+	c := Cell{Text: Stamp(t), Value: float64(t.UnixMilli()) / 1000, NoWrap: true}
+	if !t.IsZero() {
+		c.HTML = t.UTC().Format("2006-01-02") + "<br>" + t.UTC().Format("15:04:05.000")
+	}
+	return c
 }
 
 // T is a text cell.
@@ -162,9 +175,12 @@ func (w *Writer) Table(id, caption string, cols []Column, rows [][]Cell, maxRows
 		n++
 		w.Raw("<tr>")
 		for i, c := range r {
-			if i < len(cols) && cols[i].Numeric {
+			switch {
+			case i < len(cols) && cols[i].Numeric:
 				w.Rawf("<td class=\"n\" data-v=\"%s\">", Num(c.Value))
-			} else {
+			case c.NoWrap:
+				w.Rawf("<td class=\"nw\" data-v=\"%s\">", Num(c.Value))
+			default:
 				w.Raw("<td>")
 			}
 			if c.HTML != "" {
