@@ -198,6 +198,7 @@ type timeline struct {
 	axis            axis
 	missing         int // writes of the finding older than the recorder's reach (fights: -1, unknown)
 	handoffs        int // a fight's handoffs drawn
+	pendingN        int // writes pending (fights)
 	maxLanesReached bool
 }
 
@@ -247,17 +248,28 @@ func (t *timeline) counts(m writeMark) bool {
 	return m.flags&flagOK != 0
 }
 
-// add draws a write, pending until confirm.
+// add draws a write: counted at once for a hot object or race, pending until confirm for a
+// fight (the writes after its last handoff are not the fight's).
 func (t *timeline) add(m writeMark, l int) {
-	t.lanes[l].pending.add(m)
+	pending := t.kind == track.KindFight
+	ln := &t.lanes[l]
+	if pending {
+		ln.pending.add(m)
+		t.pendingN++
+	} else {
+		ln.stats.add(m)
+	}
 	if !t.bucketed {
 		t.marks = append(t.marks, mark{nanos: m.nanos, lane: uint8(l), flags: m.flags})
+		if !pending {
+			t.confirmed = len(t.marks)
+		}
 		if len(t.marks) > maxExactMarks {
 			t.toBuckets()
 		}
 		return
 	}
-	t.bucket(mark{nanos: m.nanos, lane: uint8(l), flags: m.flags}, true)
+	t.bucket(mark{nanos: m.nanos, lane: uint8(l), flags: m.flags}, pending)
 }
 
 // bucket counts one mark in its bucket, widening the axis when needed.
@@ -304,9 +316,13 @@ func (t *timeline) toBuckets() {
 	t.marks, t.confirmed = nil, 0
 }
 
-// confirm counts the pending writes: all of them for a hot object or race, those up to a
-// handoff for a fight.
+// confirm counts a fight's pending writes, at a handoff.
 func (t *timeline) confirm() {
+	if t.pendingN == 0 {
+		t.confirmed = len(t.marks)
+		return
+	}
+	t.pendingN = 0
 	for i := range t.lanes {
 		ln := &t.lanes[i]
 		ln.stats.merge(ln.pending)
@@ -328,6 +344,7 @@ func (t *timeline) finish() {
 		clear(ln.pendingCounts)
 		ln.pending = laneStats{}
 	}
+	t.pendingN = 0
 	t.marks = t.marks[:t.confirmed]
 }
 
@@ -514,9 +531,6 @@ func (r *recorder) write(o *track.Observation, w *writerState) {
 			}
 			if l := tl.laneOf(m, r.pods); l >= 0 {
 				tl.add(m, l)
-				if tl.kind != track.KindFight {
-					tl.confirm()
-				}
 			}
 		}
 	}
