@@ -149,7 +149,7 @@ func TestHTMLReportInChromium(t *testing.T) {
 		if _, err := c.Load(context.Background(), file, browser.Capture{Screenshot: shot, Width: 1000, Height: 1250}); err != nil {
 			t.Fatal(err)
 		}
-		if err := copyFile(shot, diagnoseShot); err != nil {
+		if err := browser.ShrinkPNG(shot, diagnoseShot); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -210,11 +210,3 @@ func checkFinding(t *testing.T, doc, sec browser.Node, c Cause) {
 }
 
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o644) }
-
-func copyFile(from, to string) error {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, b, 0o644)
-}

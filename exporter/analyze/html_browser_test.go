@@ -7,14 +7,11 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"image"
-	"image/color"
 	"image/png"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -335,7 +332,7 @@ func TestHTMLReportInChromium(t *testing.T) {
 				if _, err := c.Load(ctx, page, browser.Capture{Screenshot: shot, Width: 1000, Height: 1250}); err != nil {
 					t.Fatal(err)
 				}
-				if err := shrinkPNG(shot, readmeShot); err != nil {
+				if err := browser.ShrinkPNG(shot, readmeShot); err != nil {
 					t.Fatal(err)
 				}
 				t.Logf("wrote %s", readmeShot)
@@ -508,68 +505,4 @@ func checkPNG(t *testing.T, path string) {
 	if len(colours) < 20 {
 		t.Errorf("screenshot %s has %d colours: the page did not render", path, len(colours))
 	}
-}
-
-// shrinkPNG writes the screenshot from as a paletted PNG to to: a fraction of the size, for the
-// README.
-func shrinkPNG(from, to string) error {
-	f, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		return err
-	}
-	out, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	enc := png.Encoder{CompressionLevel: png.BestCompression}
-	if err := enc.Encode(out, quantize(img)); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
-}
-
-// quantize maps img onto its 256 most frequent colours (the rest to the nearest of them): a page
-// of text and flat charts loses nothing a reader sees.
-func quantize(img image.Image) *image.Paletted {
-	b := img.Bounds()
-	freq := map[color.RGBA]int{}
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			freq[color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)]++
-		}
-	}
-	cs := make([]color.RGBA, 0, len(freq))
-	for c := range freq {
-		cs = append(cs, c)
-	}
-	sort.Slice(cs, func(i, j int) bool {
-		if freq[cs[i]] != freq[cs[j]] {
-			return freq[cs[i]] > freq[cs[j]]
-		}
-		return fmt.Sprint(cs[i]) < fmt.Sprint(cs[j])
-	})
-	pal := make(color.Palette, 0, 256)
-	for _, c := range cs[:min(256, len(cs))] {
-		pal = append(pal, c)
-	}
-	out := image.NewPaletted(b, pal)
-	nearest := map[color.RGBA]uint8{}
-	for y := b.Min.Y; y < b.Max.Y; y++ {
-		for x := b.Min.X; x < b.Max.X; x++ {
-			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
-			i, ok := nearest[c]
-			if !ok {
-				i = uint8(pal.Index(c))
-				nearest[c] = i
-			}
-			out.SetColorIndex(x, y, i)
-		}
-	}
-	return out
 }
