@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/diagnose"
 	"github.com/loopwatch/loopwatch/gen"
+	"github.com/loopwatch/loopwatch/internal/browser"
 	"github.com/loopwatch/loopwatch/internal/stack"
 )
 
@@ -265,6 +267,54 @@ func TestDiagnoseOnPrometheus(t *testing.T) {
 		_, err := diagnose.Run(ctx, diagnose.Options{Prometheus: raw.URL(), Since: 2 * time.Minute, Config: cfg, Controller: "nosuch"})
 		if !errors.Is(err, diagnose.ErrUnknownController) || !strings.Contains(err.Error(), "archive") {
 			t.Errorf("error %v, want ErrUnknownController listing the controllers found", err)
+		}
+	})
+
+	t.Run("the HTML report charts each finding's evidence from range queries", func(t *testing.T) {
+		opts := diagnose.Options{Prometheus: raw.URL(), Since: 2 * time.Minute, Config: cfg}
+		r, err := diagnose.Run(ctx, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		charts, err := diagnose.FetchCharts(ctx, opts, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(charts.Skipped) > 0 {
+			t.Errorf("evidence queries not charted: %v", charts.Skipped)
+		}
+		var page strings.Builder
+		if err := r.WriteHTML(&page, charts); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := browser.ParseDOM(page.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range r.Controllers {
+			for _, cause := range c.Causes {
+				withData := slices.ContainsFunc(cause.Evidence, func(e diagnose.Evidence) bool { return e.Value != nil && e.Query != "" })
+				secs := doc.All(func(n browser.Node) bool { return n.Tag() == "section" && n.Attr("data-alert") == cause.Alert })
+				lines := 0
+				for _, s := range secs {
+					for _, p := range s.All(func(n browser.Node) bool { return n.Tag() == "path" && n.Has("data-points") }) {
+						if p.Attr("data-points") != "0" {
+							lines++
+						}
+					}
+				}
+				if withData && lines == 0 {
+					t.Errorf("%s/%s: %s has evidence but no chart line with points", c.Namespace, c.Name, cause.Alert)
+				}
+			}
+		}
+		for _, l := range regexp.MustCompile(`https?://[^"<\s]*`).FindAllString(page.String(), -1) {
+			if !strings.Contains(l, "/docs/runbooks/") {
+				t.Errorf("the page refers to %s, no runbook", l)
+			}
+		}
+		if page.Len() > 5e6 {
+			t.Errorf("the page is %d bytes", page.Len())
 		}
 	})
 

@@ -33,6 +33,9 @@ For every controller it prints a verdict: healthy (every check ran on data and f
 insufficient data (some checks could not run), or unhealthy with the most likely cause first,
 then contributing causes, then symptoms, each with its numbers, the PromQL that produced them,
 the next step and the runbook. -o json writes the same as JSON (schema: docs/diagnose.md).
+-o html writes one self-contained HTML page (nothing fetched from the network; it opens from
+file:// and prints) with, for each finding, its evidence series over --since drawn on one time
+axis, the PromQL under each chart, the next step and the runbook link.
 
 Exit status: 0 when every controller reported is healthy and no finding is left without a
 controller, 2 when a controller is unhealthy or lacks data or a finding belongs to no controller
@@ -40,11 +43,12 @@ controller, 2 when a controller is unhealthy or lacks data or a finding belongs 
 1 on errors (Prometheus unreachable, no controller metrics, unknown controller).`,
 		Example: `  loopwatch diagnose --prometheus http://localhost:9090
   loopwatch diagnose --prometheus http://localhost:9090 --controller backup --since 1h
-  loopwatch diagnose --prometheus http://localhost:9090 --config loopwatch.yaml -o json`,
+  loopwatch diagnose --prometheus http://localhost:9090 --config loopwatch.yaml -o json
+  loopwatch diagnose --prometheus http://localhost:9090 --since 2h -o html > diagnosis.html`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return fmt.Errorf("--output must be text or json, got %q", output)
+			if output != "text" && output != "json" && output != "html" {
+				return fmt.Errorf("--output must be text, json or html, got %q", output)
 			}
 			cfg, err := gen.Load(configPath)
 			if err != nil {
@@ -55,7 +59,16 @@ controller, 2 when a controller is unhealthy or lacks data or a finding belongs 
 			if err != nil {
 				return err
 			}
-			if output == "json" {
+			switch output {
+			case "html":
+				charts, err := diagnose.FetchCharts(cmd.Context(), opts, r)
+				if err != nil {
+					return err
+				}
+				if err := r.WriteHTML(cmd.OutOrStdout(), charts); err != nil {
+					return err
+				}
+			case "json":
 				b, err := r.JSON()
 				if err != nil {
 					return err
@@ -63,8 +76,10 @@ controller, 2 when a controller is unhealthy or lacks data or a finding belongs 
 				if _, err := cmd.OutOrStdout().Write(b); err != nil {
 					return err
 				}
-			} else if err := r.WriteText(cmd.OutOrStdout()); err != nil {
-				return err
+			default:
+				if err := r.WriteText(cmd.OutOrStdout()); err != nil {
+					return err
+				}
 			}
 			if !r.AllHealthy() {
 				return exitCode(2)
@@ -77,7 +92,7 @@ controller, 2 when a controller is unhealthy or lacks data or a finding belongs 
 	f.StringVar(&opts.Controller, "controller", "", "diagnose only the controllers of this name (the controller label)")
 	f.DurationVar(&opts.Since, "since", diagnose.DefaultSince, "length of the window to look at, ending now")
 	f.StringVarP(&configPath, "config", "c", "", "loopwatch config (the file `loopwatch gen` reads): selectors and thresholds; defaults when empty")
-	f.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	f.StringVarP(&output, "output", "o", "text", "output format: text, json or html")
 	f.DurationVar(&opts.Timeout, "timeout", diagnose.DefaultTimeout, "timeout of each request to Prometheus")
 	f.Int64Var(&opts.MaxResponseBytes, "max-response-bytes", diagnose.DefaultMaxResponseBytes, "largest Prometheus response accepted")
 	_ = cmd.MarkFlagRequired("prometheus")

@@ -24,7 +24,7 @@ func TestDiagnoseCommandErrors(t *testing.T) {
 		is   error
 	}{
 		{"the Prometheus URL is required", []string{"diagnose"}, `required flag(s) "prometheus" not set`, nil},
-		{"an unknown output format is refused", []string{"diagnose", "--prometheus", closed, "-o", "yaml"}, "--output must be text or json", nil},
+		{"an unknown output format is refused", []string{"diagnose", "--prometheus", closed, "-o", "yaml"}, "--output must be text, json or html", nil},
 		{"an invalid config is refused before any query", []string{"diagnose", "--prometheus", closed, "--config", "testdata/nosuch.yaml"}, "read config", nil},
 		{"every option out of range is named", []string{"diagnose", "--prometheus", closed, "--since", "-5m", "--timeout", "-1s", "--max-response-bytes", "-1"}, "since must be positive, got -5m0s\ntimeout must be positive, got -1s\nmax-response-bytes must be positive, got -1", nil},
 		{"an unreachable Prometheus is an error naming it", []string{"diagnose", "--prometheus", closed, "--timeout", "2s"}, closed, diagnose.ErrUnreachable},

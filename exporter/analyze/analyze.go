@@ -4,6 +4,7 @@
 package analyze
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,12 @@ type Options struct {
 	DedupeSize int
 	// MaxValueBytes bounds every string kept (decode.DefaultMaxValueBytes when 0).
 	MaxValueBytes int
+	// Timelines keeps what the HTML report draws (WriteHTML): each finding's writes by actor
+	// or pod, and every actor's writes and initial lists over time, all bounded (see
+	// timeline.go). Off, WriteHTML draws no timeline.
+	Timelines bool
+	// ringSize replaces ringSize (tests).
+	ringSize int
 }
 
 // maxSkippedLines is how many line numbers of skipped lines the report lists.
@@ -60,8 +67,13 @@ type Report struct {
 	Races      []track.Race      `json:"races"`
 	Conflicts  []ActorConflicts  `json:"conflicts"`
 	TopReaders []Reader          `json:"topReaders"`
-	actors     map[string]*Writer
-	readers    map[string]*Reader
+	actors     map[string]*writerState
+	readers    map[string]*readerState
+	// rec is what the HTML report draws (Options.Timelines), timelines its findings' writes.
+	rec       *recorder
+	timelines map[timelineKey]*timeline
+	// Options are the options the report was made with (thresholds for the HTML report).
+	opts Options
 }
 
 // Skipped counts the lines that were not read as audit events, by reason, with the first few
@@ -109,6 +121,14 @@ type Writer struct {
 	Verbs     map[string]int `json:"verbs"`
 }
 
+// writerState is a writer while the log is read: id numbers it for the recorder, series is its
+// over-time series (-1 for none).
+type writerState struct {
+	Writer
+	id     uint32
+	series int
+}
+
 // Reader is one actor's list and watch requests.
 type Reader struct {
 	Actor string `json:"actor"`
@@ -118,6 +138,12 @@ type Reader struct {
 	// list or relist): its lists, and its watches with sendInitialEvents=true (WatchList, how
 	// client-go from 1.35 lists).
 	InitialLists int `json:"initialLists"`
+}
+
+// readerState is a reader while the log is read, with its over-time series (-1 for none).
+type readerState struct {
+	Reader
+	series int
 }
 
 // ActorConflicts is one actor's 409 answers, by resource.
@@ -135,6 +161,13 @@ type ActorConflicts struct {
 // line (package managed), gzip'd or not, and builds the report. It counts what the exporter counts: the same events,
 // repeats dropped the same way.
 func Analyze(r io.Reader, opts Options) (*Report, error) {
+	return AnalyzeAll([]io.Reader{r}, opts)
+}
+
+// AnalyzeAll reads several logs, one after another, as one (the logs of several API servers, or
+// consecutive files of one): events repeated across them count once, and the line numbers of
+// skipped lines count from the start of each log.
+func AnalyzeAll(logs []io.Reader, opts Options) (*Report, error) {
 	if opts.TopWriters == 0 {
 		opts.TopWriters = 20
 	}
@@ -147,7 +180,10 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 	case opts.DedupeSize < 0:
 		opts.DedupeSize = 0
 	}
-	rep := &Report{actors: map[string]*Writer{}, readers: map[string]*Reader{}, Skipped: Skipped{FirstLines: []int{}}}
+	rep := &Report{actors: map[string]*writerState{}, readers: map[string]*readerState{}, Skipped: Skipped{FirstLines: []int{}}, opts: opts}
+	if opts.Timelines {
+		rep.rec = newRecorder(cmp.Or(opts.ringSize, ringSize))
+	}
 	conflicts := map[string]*ActorConflicts{}
 	var latest time.Time
 	cfg := opts.Tracker
@@ -157,7 +193,7 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 	if cfg.MaxOffenders == 0 {
 		cfg.MaxOffenders = 10000
 	}
-	sink := &reportSink{rep: rep, conflicts: conflicts}
+	sink := &reportSink{rep: rep, conflicts: conflicts, rec: rep.rec}
 	tr, err := track.New(cfg, sink)
 	if err != nil {
 		return nil, fmt.Errorf("tracker config: %w", err)
@@ -186,6 +222,22 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 			}
 		}
 	}
+	rep.Forms = map[string]int{}
+	for _, r := range logs {
+		if err := read(r, opts, observe, sk, rep.Forms); err != nil {
+			return nil, err
+		}
+	}
+	rep.Fights, rep.HotObjects, rep.Races = tr.Fights(), tr.HotObjects(), tr.Races()
+	if rep.rec != nil {
+		rep.timelines = rep.rec.finish()
+	}
+	rep.finish(opts.TopWriters, conflicts)
+	return rep, nil
+}
+
+// read reads one log into observe, counting what it skips in sk and the forms it reads in forms.
+func read(r io.Reader, opts Options, observe func(int, *decode.Event), sk *Skipped, forms map[string]int) error {
 	sum, err := managed.Read(r, managed.ReadOptions{
 		MaxLineBytes: opts.MaxLineBytes,
 		Limits:       managed.Limits{MaxValueBytes: opts.MaxValueBytes, MaxEvents: decode.DefaultMaxEvents},
@@ -210,22 +262,19 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 		}
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.Forms = map[string]int{}
 	for f, n := range sum.Forms {
 		if n > 0 {
-			rep.Forms[managed.Form(f).String()] += n
+			forms[managed.Form(f).String()] += n
 		}
 	}
-	rep.Fights, rep.HotObjects, rep.Races = tr.Fights(), tr.HotObjects(), tr.Races()
-	rep.finish(opts.TopWriters, conflicts)
-	return rep, nil
+	return nil
 }
 
 func (r *Report) finish(top int, conflicts map[string]*ActorConflicts) {
 	for _, w := range r.actors {
-		r.TopWriters = append(r.TopWriters, *w)
+		r.TopWriters = append(r.TopWriters, w.Writer)
 	}
 	sort.Slice(r.TopWriters, func(i, j int) bool {
 		a, b := r.TopWriters[i], r.TopWriters[j]
@@ -238,7 +287,7 @@ func (r *Report) finish(top int, conflicts map[string]*ActorConflicts) {
 		r.TopWriters = r.TopWriters[:top]
 	}
 	for _, rd := range r.readers {
-		r.TopReaders = append(r.TopReaders, *rd)
+		r.TopReaders = append(r.TopReaders, rd.Reader)
 	}
 	sort.Slice(r.TopReaders, func(i, j int) bool {
 		a, b := r.TopReaders[i], r.TopReaders[j]
@@ -278,6 +327,7 @@ func (r *Report) finish(top int, conflicts map[string]*ActorConflicts) {
 type reportSink struct {
 	rep       *Report
 	conflicts map[string]*ActorConflicts
+	rec       *recorder
 }
 
 func resourceName(o *track.Observation) string {
@@ -291,11 +341,17 @@ func (s *reportSink) Write(o *track.Observation) {
 	s.rep.Writes++
 	w := s.rep.actors[o.Actor]
 	if w == nil {
-		w = &Writer{Actor: o.Actor, Verbs: map[string]int{}}
+		w = &writerState{Writer: Writer{Actor: o.Actor, Verbs: map[string]int{}}, id: uint32(len(s.rep.actors)), series: -1}
+		if len(s.rep.actors) < maxSeries {
+			w.series = len(s.rep.actors)
+		}
 		s.rep.actors[o.Actor] = w
 	}
 	w.Writes++
 	w.Verbs[o.Event.Verb]++
+	if s.rec != nil {
+		s.rec.write(o, w)
+	}
 	if o.Event.Code >= 400 || o.Event.Code == 0 {
 		w.Failed++
 	}
@@ -316,7 +372,10 @@ func (s *reportSink) Read(o *track.Observation) {
 	s.rep.Reads++
 	r := s.rep.readers[o.Actor]
 	if r == nil {
-		r = &Reader{Actor: o.Actor}
+		r = &readerState{Reader: Reader{Actor: o.Actor}, series: -1}
+		if len(s.rep.readers) < maxSeries {
+			r.series = len(s.rep.readers)
+		}
 		s.rep.readers[o.Actor] = r
 	}
 	if o.Event.Verb == "watch" {
@@ -326,8 +385,23 @@ func (s *reportSink) Read(o *track.Observation) {
 	}
 	if o.Event.IsInitialList() {
 		r.InitialLists++
+		if s.rec != nil {
+			s.rec.initialList(o.Event, r)
+		}
 	}
 }
 
-func (s *reportSink) Handoff(*track.Observation, string, string) {}
-func (s *reportSink) Demoted(string)                             {}
+func (s *reportSink) Handoff(o *track.Observation, from, _ string) {
+	if s.rec != nil {
+		s.rec.handoff(o, from)
+	}
+}
+
+// Found implements track.FindingSink: the recorder starts drawing the finding's writes.
+func (s *reportSink) Found(f *track.Found) {
+	if s.rec != nil {
+		s.rec.found(f, s.rep.actors)
+	}
+}
+
+func (s *reportSink) Demoted(string) {}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	runtimedebug "runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -233,11 +234,12 @@ func NewAuditCommand() *cobra.Command {
 func newAnalyzeCommand() *cobra.Command {
 	var (
 		output     string
+		htmlFile   string
 		topWriters int
 		opts       analyze.Options
 	)
 	cmd := &cobra.Command{
-		Use:   "analyze FILE",
+		Use:   "analyze LOG...",
 		Short: "Post-mortem report of an audit log: top writers, fights, hot objects, replica races, conflicts",
 		Long: `Reads an audit log in the log backend's JSON-lines format (FILE, or "-" for stdin; any
 version from audit.k8s.io/v1beta1; lines holding a webhook EventList are read too) and reports
@@ -245,12 +247,26 @@ the top writers, fights with both actors, their handoff counts and time span, ho
 replica races with pod names, and conflicts. It counts what the exporter counts: repeated events
 (overlapping log files) once. Lines it does not understand (malformed, another format such as a
 cloud provider's log entry) are counted and the first few listed by line number. The output is
-deterministic.`,
-		Args: cobra.ExactArgs(1),
+deterministic.
+
+Several logs (those of several API servers, or consecutive files of one) are read one after
+another as one; events repeated across them count once, and skipped lines are numbered from the
+start of each log.
+
+--html FILE also writes the report as one self-contained HTML page (no script, style or font
+from the network; it opens from file:// and prints): a timeline of each fight's, hot object's and
+race's writes, one lane per actor or pod, the writers and readers over time, and every table,
+sortable. Its size is bounded whatever the log's (docs/post-mortem.md). With --html, the text
+or JSON report is printed only when -o is given.`,
+		Example: `  loopwatch audit analyze /var/log/kubernetes/audit.log
+  loopwatch audit analyze --html incident.html audit-1.log audit-2.log.gz
+  loopwatch audit analyze -o json audit.log`,
+		Args: cobra.MinimumNArgs(1),
 	}
 	fs := cmd.Flags()
 	tcfg := trackerFlags(fs)
 	fs.StringVarP(&output, "output", "o", "text", "output format: text or json")
+	fs.StringVar(&htmlFile, "html", "", "also write the report as a self-contained HTML page to this file")
 	fs.IntVar(&topWriters, "top-writers", 20, "writers listed in the report")
 	fs.IntVar(&opts.DedupeSize, "dedupe-size", dedupe.DefaultSize, "events remembered per generation to drop repeats (two generations; repeats farther apart are counted again)")
 	fs.IntVar(&opts.MaxValueBytes, "max-value-bytes", decode.DefaultMaxValueBytes, "longest string kept from an event: longer ones keep a prefix and a hash")
@@ -258,19 +274,34 @@ deterministic.`,
 		if output != "text" && output != "json" {
 			return fmt.Errorf("unknown output format %q: want text or json", output)
 		}
-		r := cmd.InOrStdin()
-		if args[0] != "-" {
-			f, err := os.Open(args[0])
+		logs := make([]io.Reader, 0, len(args))
+		for _, a := range args {
+			if a == "-" {
+				logs = append(logs, cmd.InOrStdin())
+				continue
+			}
+			f, err := os.Open(a)
 			if err != nil {
 				return fmt.Errorf("open audit log: %w", err)
 			}
 			defer f.Close()
-			r = f
+			logs = append(logs, f)
 		}
 		opts.Tracker, opts.TopWriters = *tcfg, topWriters
-		rep, err := analyze.Analyze(r, opts)
+		opts.Timelines = htmlFile != ""
+		rep, err := analyze.AnalyzeAll(logs, opts)
 		if err != nil {
-			return fmt.Errorf("analyze %q: %w", args[0], err)
+			return fmt.Errorf("analyze %q: %w", strings.Join(args, " "), err)
+		}
+		if htmlFile != "" {
+			if err := writeHTML(rep, htmlFile); err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("output") {
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: %d events, %d fights, %d hot objects, %d replica races\n",
+					htmlFile, rep.Events, len(rep.Fights), len(rep.HotObjects), len(rep.Races))
+				return nil
+			}
 		}
 		if output == "json" {
 			return rep.WriteJSON(cmd.OutOrStdout())
@@ -278,4 +309,20 @@ deterministic.`,
 		return rep.WriteText(cmd.OutOrStdout())
 	}
 	return cmd
+}
+
+// writeHTML writes the HTML report to path.
+func writeHTML(rep *analyze.Report, path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write html report: %w", err)
+	}
+	if err := rep.WriteHTML(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("write html report %q: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write html report %q: %w", path, err)
+	}
+	return nil
 }

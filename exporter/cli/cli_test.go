@@ -44,6 +44,49 @@ func TestAnalyzeCommandWritesTheGoldenReport(t *testing.T) {
 	}
 }
 
+// TestAnalyzeCommandWritesHTML: --html writes the page and says so, printing the text report
+// only when -o asks for it; several logs are read as one (the same log twice: its events once).
+func TestAnalyzeCommandWritesHTML(t *testing.T) {
+	fixture := filepath.Join("..", "testdata", "analyze", "incident.jsonl")
+	windows := []string{"--fight-window=1m", "--hot-window=1m", "--race-window=1m"}
+	golden, err := os.ReadFile(filepath.Join("..", "testdata", "analyze", "incident.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		wantText bool
+		wantErr  string
+	}{
+		{"writes the page and a line saying so", []string{fixture}, false, "58 events, 1 fights, 1 hot objects, 1 replica races"},
+		{"prints the text report too with -o text", []string{fixture, "-o", "text"}, true, ""},
+		{"reads two logs as one", []string{fixture, fixture}, false, "58 events, 1 fights"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			page := filepath.Join(t.TempDir(), "report.html")
+			cmd := NewAuditCommand()
+			var out, stderr bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&stderr)
+			cmd.SetArgs(append(append([]string{"analyze", "--html", page}, tc.args...), windows...))
+			if err := cmd.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(page)
+			if err != nil || !bytes.HasPrefix(b, []byte("<!DOCTYPE html>")) || !bytes.Contains(b, []byte(`data-kind="fight"`)) {
+				t.Fatalf("no HTML report with the fight written (%v)", err)
+			}
+			if got := out.String() == string(golden); got != tc.wantText {
+				t.Errorf("text report printed: %v, want %v:\n%s", got, tc.wantText, out.String())
+			}
+			if !strings.Contains(stderr.String(), tc.wantErr) {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.wantErr)
+			}
+		})
+	}
+}
+
 func TestAnalyzeCommandRefusesUnknownFormat(t *testing.T) {
 	cmd := NewAuditCommand()
 	cmd.SetOut(&bytes.Buffer{})

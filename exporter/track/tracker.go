@@ -21,6 +21,9 @@ type Observation struct {
 	// Group and Resource are bounded label values ("other" beyond Config.MaxResources).
 	Group    string
 	Resource string
+	// Object is the hash of the event's object (group, resource, namespace, name, subresource),
+	// with the tracker's random seed: the key a FindingSink's Found names it by.
+	Object uint64
 }
 
 // Sink receives the tracker's observations; the exporter turns them into counters, the
@@ -36,6 +39,44 @@ type Sink interface {
 	Handoff(o *Observation, fromActor, fromLabel string)
 	// Demoted is called when an actor label value is taken away, so its series can be deleted.
 	Demoted(label string)
+}
+
+// FindingKind is what a finding is: a fight, a hot object or a replica race.
+type FindingKind uint8
+
+// Finding kinds.
+const (
+	KindFight FindingKind = iota
+	KindHot
+	KindRace
+)
+
+// Found is a finding as it begins: the object, its actors, and how to tell which of the object's
+// writes so far belong to it.
+type Found struct {
+	Kind FindingKind
+	// Object is the object's hash, as Observation.Object.
+	Object uint64
+	Ref    ObjectRef
+	// Actor is the hot object's or race's actor, or one of the fight's two; Other is the fight's
+	// other actor.
+	Actor, Other string
+	// Handoffs (fights) is how many handoffs between Actor and Other, ending with the write being
+	// observed, made it a fight: the fight's writes are the successful writes of the two back to
+	// the one that began the first of these handoffs.
+	Handoffs int
+	// Writes (hot objects, races) is how many of the actor's writes, ending with the one being
+	// observed, the finding already counts: its successful writes to a hot object, its writes
+	// from a pod (successful or answered 409) to a raced one.
+	Writes int
+}
+
+// FindingSink is what a Sink may also implement to be told when a finding begins (the
+// post-mortem report draws each finding's writes): Found is called, with the tracker's lock held,
+// when a fight, hot object or race enters the tracker's tables or changes actors, after the Write
+// of the write that made it one.
+type FindingSink interface {
+	Found(f *Found)
 }
 
 // Stats are the tracker's self-metrics.
@@ -54,7 +95,9 @@ type Tracker struct {
 	mu   sync.Mutex
 	cfg  Config
 	sink Sink
-	seed maphash.Seed
+	// found is sink as a FindingSink, nil when it is not one.
+	found FindingSink
+	seed  maphash.Seed
 	// objectSeed starts object hashes (keyhash), random like seed.
 	objectSeed uint64
 	actors     *actorLabels
@@ -108,9 +151,11 @@ func New(cfg Config, sink Sink) (*Tracker, error) {
 		return nil, errSinkRequired
 	}
 	secs := func(d time.Duration) uint32 { return uint32(math.Ceil(d.Seconds())) }
+	found, _ := sink.(FindingSink)
 	return &Tracker{
 		cfg:        cfg,
 		sink:       sink,
+		found:      found,
 		seed:       maphash.MakeSeed(),
 		objectSeed: keyhash.Seed(),
 		actors:     newActorLabels(cfg.TopK, cfg.Candidates, cfg.MinLabelCount),
@@ -345,7 +390,7 @@ func (t *Tracker) observe(ev *decode.Event, clock time.Time, h eventHashes) {
 	// The observation is handed to the sink through an interface, which would move a local to the
 	// heap on every event; the tracker's own (guarded by its lock) is reused instead.
 	o := &t.obs
-	*o = Observation{Event: ev, Actor: actor, ActorLabel: t.actors.observe(ah, actor)}
+	*o = Observation{Event: ev, Actor: actor, ActorLabel: t.actors.observe(ah, actor), Object: h.object}
 	o.Group, o.Resource = t.resourceLabels(ev.APIGroup, ev.Resource)
 	switch {
 	case ev.IsRead():
@@ -417,6 +462,9 @@ func (t *Tracker) trackRace(w *objectWrite) {
 			t.raceWrite(c, ev, w.ts, w.conflict)
 			if returned || w.conflict {
 				t.races.add(w.key, *c, w.clock)
+				if t.found != nil {
+					t.found.Found(&Found{Kind: KindRace, Object: w.key, Ref: c.Object, Actor: c.Actor, Writes: c.Writes})
+				}
 				t.raceCandidates.drop(w.key)
 			}
 		}
@@ -492,6 +540,9 @@ func (t *Tracker) trackFight(w *objectWrite) {
 		} else {
 			f = t.fights.add(w.key, v, w.clock)
 		}
+		if t.found != nil {
+			t.found.Found(&Found{Kind: KindFight, Object: w.key, Ref: v.Object, Actor: o.Actor, Other: from, Handoffs: v.Handoffs})
+		}
 	default:
 		return
 	}
@@ -550,14 +601,23 @@ func (t *Tracker) trackHot(w *objectWrite) {
 		h.Last = w.ts
 	case h != nil && int(st.hotWrites) >= t.cfg.HotWrites:
 		*h = HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
+		t.foundHot(h, w.key)
 	case h == nil && t.admitHot(int(st.hotWrites)):
 		v := HotObject{Object: objectRef(w.o.Event), Actor: actor, Writes: int(st.hotWrites), First: t.timeOf(st.hotFrom), Last: w.ts}
 		h = t.hot.add(w.key, v, w.clock)
+		t.foundHot(h, w.key)
 	default:
 		return
 	}
 	if h != nil {
 		describeHot(h, w.o.Event)
+	}
+}
+
+// foundHot tells the FindingSink, if any, that h begins.
+func (t *Tracker) foundHot(h *HotObject, key uint64) {
+	if t.found != nil && h != nil {
+		t.found.Found(&Found{Kind: KindHot, Object: key, Ref: h.Object, Actor: h.Actor, Writes: h.Writes})
 	}
 }
 
