@@ -50,9 +50,8 @@ check-generated: $(BIN)/controller-gen ## Fail when the committed generated file
 	@echo "generated files are fresh"
 
 .PHONY: lint
-lint: ## gofmt and go vet.
-	@out=$$(gofmt -l $$(git ls-files '*.go')); [ -z "$$out" ] || { echo "gofmt needed:"; echo "$$out"; exit 1; }
-	$(GO) vet ./...
+lint: $(BIN)/golangci-lint ## golangci-lint with .golangci.yml: gofmt, go vet's analyzers, staticcheck, errcheck, unused, ineffassign, gocritic, promlinter, misspell.
+	$(BIN)/golangci-lint run ./...
 
 .PHONY: test-rules
 test-rules: $(BIN)/promtool ## promtool check + unit tests of the generated rules.
@@ -60,18 +59,39 @@ test-rules: $(BIN)/promtool ## promtool check + unit tests of the generated rule
 	$(BIN)/promtool test rules testrules/*.test.yaml testrules/scenarios/*.test.yaml
 
 .PHONY: unit
-unit: lint ## The fast loop: gofmt, go vet and every Go test that needs no real component (go test -short).
+unit: lint ## The fast loop: the linters and every Go test that needs no real component (go test -short).
 	$(GO) test -short -count=1 ./...
 
 .PHONY: test
-# The scenes of the e2e matrix CI runs (about 7 minutes): the healthy one, and the incidents only
-# the audit path shows or no other test on real components covers. `make e2e` runs them all.
+# The scenes of the e2e matrix CI runs: the healthy one, and the incidents only the audit path
+# shows or no other test on real components covers (docs/testing.md maps every alert family to
+# the CI test that fires it). `make e2e` runs them all.
 CI_SCENES ?= healthy,write-fight,replica-race,relist-storm,error-storm,leader-lost,unserved-metrics
 
-test: tools binaries lint check-generated test-rules fuzz-brief ## Everything CI runs: Go tests (on real components), promtool, staleness, a brief fuzz, the e2e matrix's CI scenes.
-	$(GO) test -count=1 -timeout 60m ./...
+# STAGES collects make test's stage times (tools/stage), printed at its end.
+STAGES := $(BIN)/test-stages.txt
+STAGE = $(CURDIR)/tools/stage $(STAGES)
+
+test: tools binaries ## Everything CI runs, in timed stages: lint, staleness, promtool, a brief fuzz, then the Go tests on the real components beside the e2e matrix's CI scenes.
+	@rm -f $(STAGES)
+	@trap 'echo; echo "== make test stage times"; cat $(STAGES)' EXIT; \
+	$(STAGE) lint $(MAKE) -s --no-print-directory lint && \
+	$(STAGE) check-generated $(MAKE) -s --no-print-directory check-generated && \
+	$(STAGE) promtool $(MAKE) -s --no-print-directory test-rules && \
+	$(STAGE) fuzz $(MAKE) -s --no-print-directory fuzz-brief && \
+	$(STAGE) tool-modules $(MAKE) -s --no-print-directory test-tool-modules && \
+	{ $(STAGE) e2e-ci-scenes $(MAKE) -s --no-print-directory e2e-ci > $(BIN)/e2e-ci.log 2>&1 & scenes=$$!; \
+	  $(STAGE) go-test $(GO) test -count=1 -timeout 60m ./...; tests=$$?; \
+	  wait $$scenes; scenes=$$?; cat $(BIN)/e2e-ci.log; \
+	  [ $$tests -eq 0 ] && [ $$scenes -eq 0 ]; }
+
+.PHONY: test-tool-modules
+test-tool-modules: ## The tests that live in tool modules: what alert instances cost the pinned Prometheus (each case once), Alertmanager loading the generated fragment.
 	$(GO) -C tools/prometheus test -tags '$(PROMETHEUS_TAGS)' -count=1 -run . -bench . -benchtime 1x .
 	$(GO) -C tools/alertmanager test -count=1 .
+
+.PHONY: e2e-ci
+e2e-ci: ## The e2e matrix's CI scenes (CI_SCENES) alone; make test runs them beside the Go tests.
 	LOOPWATCH_E2E_MATRIX=1 LOOPWATCH_E2E_SCENARIOS=$(CI_SCENES) LOOPWATCH_E2E_TABLE=$(BIN)/e2e-matrix-ci.md $(GO) test -count=1 -run '^TestMatrix$$' -timeout 30m ./e2e/
 	@cat $(BIN)/e2e-matrix-ci.md
 
