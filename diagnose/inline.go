@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 )
@@ -144,7 +145,7 @@ func (in *inliner) replace(vs *parser.VectorSelector) (parser.Expr, error) {
 	}
 	var extra []*labels.Matcher
 	for _, m := range vs.LabelMatchers {
-		if m.Name != labels.MetricName {
+		if m.Name != model.MetricNameLabel {
 			extra = append(extra, m)
 		}
 	}

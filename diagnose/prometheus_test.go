@@ -369,13 +369,14 @@ func checkScenarios(t *testing.T, r diagnose.Report) {
 			if c.Verdict != w.verdict {
 				t.Errorf("%s: verdict %s (%s), want %s", key, c.Verdict, c.Headline, w.verdict)
 			}
-			if w.first == nil {
+			switch {
+			case w.first == nil:
 				if len(c.Causes) > 0 {
 					t.Errorf("%s: causes %v, want none", key, alerts(c.Causes))
 				}
-			} else if len(c.Causes) == 0 || c.Causes[0].Alert != w.first.FullName() || c.Causes[0].Role != diagnose.RoleCause {
+			case len(c.Causes) == 0 || c.Causes[0].Alert != w.first.FullName() || c.Causes[0].Role != diagnose.RoleCause:
 				t.Errorf("%s: causes %v, want %s first", key, alerts(c.Causes), w.first.FullName())
-			} else {
+			default:
 				first := c.Causes[0]
 				if first.Status != diagnose.StatusActive || len(first.Evidence) == 0 || first.Query == "" || first.Runbook == "" || first.NextStep == "" {
 					t.Errorf("%s: first cause %+v lacks status, evidence, query, runbook or next step", key, first)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -383,7 +384,7 @@ func expectData(ctx context.Context, t *testing.T, prom *stack.Prometheus, expr,
 func countNaN(v model.Vector) int {
 	n := 0
 	for _, s := range v {
-		if s.Value != s.Value {
+		if math.IsNaN(float64(s.Value)) {
 			n++
 		}
 	}

@@ -322,8 +322,6 @@ var (
 	atLeastTwo  = bound{func(f float64) bool { return f >= 2 }, "must be at least 2"}
 	// seconds is a window written into a range selector as [<n>s].
 	seconds = bound{func(f float64) bool { return f >= 1 && f <= 86400 && f == math.Trunc(f) }, "must be a whole number of seconds from 1 to 86400"}
-	// greaterThanOne is a factor that must make something smaller or larger.
-	greaterThanOne = bound{func(f float64) bool { return f > 1 }, "must be greater than 1"}
 )
 
 // bucketOf accepts the bucket bounds of a histogram: a share of observations above one of them

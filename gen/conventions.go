@@ -9,9 +9,6 @@ import "strings"
 // alertPrefix starts every alert name, so that loopwatch's alerts sort and route together.
 const alertPrefix = "Loopwatch"
 
-// alertName returns the full name of an alert, e.g. alertName("QueueBacklog").
-func alertName(short string) string { return alertPrefix + short }
-
 // Rule-group names. Recording groups come before the alert groups that read them. The
 // controller's rules are split by the raw metric family they read (kubernetes-mixin does the same
 // for its k8s.rules): Prometheus evaluates groups side by side but the rules of one group one

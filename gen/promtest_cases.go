@@ -101,10 +101,3 @@ func (c *caseEnv) shareFiring(share float64, labels Labels) (before, after float
 	value := func(t time.Duration) float64 { return rampRate(before, after, incidentAt, t, 5*time.Minute) }
 	return before, after, &Firing{At: c.crossing(incidentAt, incidentAt+10*time.Minute, share, value), Labels: labels, Value: value}
 }
-
-// gaugeFiring is the firing case of a gauge compared with `> threshold` that jumps to
-// threshold·above at incidentAt and stays there.
-func gaugeFiring(threshold float64, labels Labels) (after float64, f *Firing) {
-	after = threshold * above
-	return after, &Firing{At: incidentAt, Labels: labels, Value: Constant(after)}
-}

@@ -220,16 +220,3 @@ func rampRate(before, after float64, step, t, window time.Duration) float64 {
 	k := min(max(int((t-step)/sampleInterval), 0), intervals) // intervals since the step
 	return (before*float64(intervals-k) + after*float64(k)) / float64(intervals)
 }
-
-// firstAbove returns the first sample time at or after step at which rampRate exceeds threshold,
-// and false when it never does.
-func firstAbove(before, after float64, step, window time.Duration, threshold float64) (time.Duration, bool) {
-	n := int(window / sampleInterval)
-	for k := 0; k <= n; k++ {
-		t := step + time.Duration(k)*sampleInterval
-		if rampRate(before, after, step, t, window) > threshold {
-			return t, true
-		}
-	}
-	return 0, false
-}

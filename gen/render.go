@@ -128,7 +128,7 @@ func (m *Model) prometheusRule(groups rulefmt.RuleGroups) prometheusRule {
 	pr := prometheusRule{
 		APIVersion: "monitoring.coreos.com/v1",
 		Kind:       "PrometheusRule",
-		Metadata:   manifestMeta{Name: meta.Name, Namespace: meta.Namespace, Labels: meta.Labels},
+		Metadata:   manifestMeta(meta),
 	}
 	pr.Spec.Groups = groups.Groups
 	return pr

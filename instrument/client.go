@@ -110,7 +110,7 @@ type countingClient struct {
 }
 
 func (c *countingClient) rec() recorder {
-	return recorder{controller: c.controller, metrics: c.metrics, scheme: c.Client.Scheme()}
+	return recorder{controller: c.controller, metrics: c.metrics, scheme: c.Scheme()}
 }
 
 func (c *countingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

@@ -33,6 +33,14 @@ func main() {
 		}
 		return
 	}
+	if err := run(opts); err != nil {
+		fmt.Fprintln(os.Stderr, "demo failed:", strings.TrimSpace(err.Error()))
+		os.Exit(1)
+	}
+}
+
+// run runs the demo until it ends, its time is up or it is interrupted.
+func run(opts demo.RunOptions) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if !opts.Keep {
@@ -40,9 +48,5 @@ func main() {
 		ctx, cancel = context.WithTimeout(ctx, 15*time.Minute)
 		defer cancel()
 	}
-	if err := demo.Run(ctx, opts); err != nil {
-		fmt.Fprintln(os.Stderr, "demo failed:", strings.TrimSpace(err.Error()))
-		stop()
-		os.Exit(1)
-	}
+	return demo.Run(ctx, opts)
 }

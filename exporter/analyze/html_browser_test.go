@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,7 +85,7 @@ func (e rawEvent) code() int {
 func writesTo(events []rawEvent, ref track.ObjectRef) []rawEvent {
 	var out []rawEvent
 	for _, e := range events {
-		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || !strings.Contains("create update patch delete deletecollection", e.Verb) {
+		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || !slices.Contains([]string{"create", "update", "patch", "delete", "deletecollection"}, e.Verb) {
 			continue
 		}
 		o := e.ObjectRef

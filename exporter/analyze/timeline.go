@@ -369,7 +369,6 @@ type recorder struct {
 	kept      int
 	// unkept counts the findings beyond maxTimelines, which are listed without their writes.
 	unkept  int
-	actors  []string // by Writer.id
 	scratch []writeMark
 
 	// The over-time series: all writes, all initial lists, and per actor.
@@ -378,8 +377,6 @@ type recorder struct {
 	writes, initial []uint32
 	byWriter        [][]uint32 // by writer series index
 	byReader        [][]uint32
-	writersOver     int // writers beyond maxSeries (counted in otherWrites)
-	readersOver     int
 	otherWrites     []uint32
 	otherInitial    []uint32
 }

@@ -36,7 +36,7 @@ func parseRFC3339Z(b []byte) (time.Time, bool) {
 	hour, ok4 := num(11, 13)
 	minute, ok5 := num(14, 16)
 	sec, ok6 := num(17, 19)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 ||
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !ok6 || month < 1 || month > 12 || day < 1 ||
 		day > daysIn(month, year) || hour > 23 || minute > 59 || sec > 59 {
 		return time.Time{}, false
 	}

@@ -99,7 +99,7 @@ func (d *Decoder) azureRecord(w *decode.Walker) error {
 				}
 				s, err := w.String()
 				// Kept: the category may come after the properties.
-				log, hasLog = append(d.msg[:0], s...), true
+				log, hasLog = append(d.msg[:0], s...), true //nolint:gocritic // log reuses d.msg's buffer
 				d.msg = log[:0]
 				return err
 			})

@@ -33,7 +33,7 @@ func (d *Decoder) PubSubPush(body []byte) (PushMessage, error) {
 			switch string(key) {
 			case "data":
 				s, err := w.String()
-				data, seenData = append(d.msg[:0], s...), true
+				data, seenData = append(d.msg[:0], s...), true //nolint:gocritic // data reuses d.msg's buffer
 				d.msg = data[:0]
 				return err
 			case "messageId":

@@ -417,8 +417,6 @@ func peekStart(br *bufio.Reader) (first byte, document bool) {
 	return rest[0], len(bytes.TrimSpace(line)) == 1
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
 // scanLines calls line for every line of br (without the newline), and tooLong for every line
 // longer than max, which is skipped without being buffered.
 func scanLines(br *bufio.Reader, max int, line func([]byte), tooLong func()) error {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/loopwatch/loopwatch/internal/stack"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -280,7 +281,7 @@ func checkHistoryWritten(t *testing.T, f *Fleet, from time.Time, stats BackfillS
 	interval := f.Config.ScrapeInterval.Milliseconds()
 	checked := 0
 	for _, tg := range f.Targets {
-		up := labels.NewBuilder(tg.Labels).Set(labels.MetricName, "up").Labels().String()
+		up := labels.NewBuilder(tg.Labels).Set(model.MetricNameLabel, "up").Labels().String()
 		if len(series[up]) == 0 {
 			t.Errorf("no up for %s", tg.Path)
 		}

@@ -82,6 +82,3 @@ func appendFloat(buf []byte, f float64) []byte {
 	}
 	return strconv.AppendFloat(buf, f, 'g', -1, 64)
 }
-
-// formatFloat formats a float for reports and labels.
-func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

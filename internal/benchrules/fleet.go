@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -583,7 +584,7 @@ func (b *builder) series(f *Family, name string, v value, names, values []string
 		panic(fmt.Sprintf("benchrules: %s declares labels %v, got values %v", name, names, values))
 	}
 	lb := labels.NewBuilder(b.t.Labels)
-	lb.Set(labels.MetricName, name)
+	lb.Set(model.MetricNameLabel, name)
 	var own []string
 	for i, n := range names {
 		if b.t.Labels.Has(n) {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -41,7 +42,7 @@ func newHistory(f *Fleet, from, to time.Time) *history {
 	h := &history{from: from.UnixMilli(), to: to.UnixMilli(), interval: f.Config.ScrapeInterval.Milliseconds()}
 	for _, t := range f.Targets {
 		phase := t.Phase.Milliseconds()
-		up := labels.NewBuilder(t.Labels).Set(labels.MetricName, "up").Labels()
+		up := labels.NewBuilder(t.Labels).Set(model.MetricNameLabel, "up").Labels()
 		h.series = append(h.series, &storedSeries{labels: up, v: value{c: constant(1), scale: 1}, phase: phase})
 		for _, fam := range t.Families {
 			for _, s := range fam.Series {
@@ -58,7 +59,7 @@ func (h *history) index() {
 	sort.Slice(h.series, func(i, j int) bool { return labels.Compare(h.series[i].labels, h.series[j].labels) < 0 })
 	h.byName = map[string][]*storedSeries{}
 	for _, s := range h.series {
-		n := s.labels.Get(labels.MetricName)
+		n := s.labels.Get(model.MetricNameLabel)
 		h.byName[n] = append(h.byName[n], s)
 	}
 }
@@ -160,7 +161,7 @@ type historyQuerier struct {
 func (q *historyQuerier) Select(_ context.Context, _ bool, hints *storage.SelectHints, ms ...*labels.Matcher) storage.SeriesSet {
 	candidates := q.h.series
 	for _, m := range ms {
-		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+		if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 			candidates = q.h.byName[m.Value]
 		}
 	}

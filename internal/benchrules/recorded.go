@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	promvalue "github.com/prometheus/prometheus/model/value"
 	"github.com/prometheus/prometheus/promql"
@@ -66,7 +67,7 @@ func (h *history) record(ctx context.Context, engine *promql.Engine, rules []rec
 			}
 			for _, s := range m {
 				lb := labels.NewBuilder(s.Metric)
-				lb.Set(labels.MetricName, r.record)
+				lb.Set(model.MetricNameLabel, r.record)
 				for k, v := range r.labels {
 					lb.Set(k, v)
 				}

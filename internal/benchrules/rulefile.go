@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -172,7 +171,7 @@ func selectorNames(expr string) (all, ranged []string, err error) {
 		}
 		name := vs.Name
 		for _, m := range vs.LabelMatchers {
-			if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+			if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 				name = m.Value
 			}
 		}
@@ -266,13 +265,4 @@ func (rf *ruleFile) rangeReadRecordings() ([]recordingRule, error) {
 		}
 	}
 	return out, nil
-}
-
-// groupNames lists the file's groups in order.
-func (rf *ruleFile) groupNames() []string {
-	var out []string
-	for _, g := range rf.groups {
-		out = append(out, g.Name)
-	}
-	return slices.Clip(out)
 }

@@ -30,7 +30,7 @@ type Chromium struct {
 	Timeout time.Duration
 }
 
-// ErrNotFound: no Chromium binary.
+// ErrNotFound is returned when no Chromium binary is found.
 var ErrNotFound = errors.New("chromium not found (Debian: apt-get install -y chromium; or set " + Env + ")")
 
 // Find looks for the Chromium binary.

@@ -9,6 +9,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -64,23 +65,30 @@ func main() {
 	root := flag.String("results", "", "repository root: write the README's sentence and docs/testing.md's table there")
 	keep := flag.Bool("keep", false, "keep the throwaway clone and caches")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	r, err := measure(ctx, *scenario, *keep)
-	if err != nil {
+	if err := run(*scenario, *root, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "cold-start:", err)
 		os.Exit(1)
 	}
+}
+
+// run measures the demo's cold start and, with a root, writes its tables there.
+func run(scenario, root string, keep bool) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := measure(ctx, scenario, keep)
+	if err != nil {
+		return err
+	}
 	fmt.Print("\n" + renderSteps(r))
-	if *root != "" {
-		if err := write(*root, r); err != nil {
-			fmt.Fprintln(os.Stderr, "cold-start:", err)
-			os.Exit(1)
+	if root != "" {
+		if err := write(root, r); err != nil {
+			return err
 		}
 	}
 	if !r.Passed {
-		os.Exit(1)
+		return errors.New("the demo failed; its steps are above")
 	}
+	return nil
 }
 
 func write(root string, r Run) error {
@@ -137,7 +145,7 @@ func measure(ctx context.Context, scenario string, keep bool) (Run, error) {
 	if terr != nil {
 		return r, terr
 	}
-	r.Steps = append(builds, phases...)
+	r.Steps = slices.Concat(builds, phases)
 	slices.SortStableFunc(r.Steps, func(a, b Step) int { return int((a.Start - b.Start) * 1000) })
 	if err != nil && r.FirstAlertName == "" {
 		return r, fmt.Errorf("make demo: %w", err)

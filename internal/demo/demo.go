@@ -23,8 +23,6 @@ const (
 	rivalSA     = "tier-controller"
 	operatorJob = "backup-operator"
 	exporterJob = "loopwatch-exporter"
-	// leaseName is the operator's leader election ID (app.Defaults).
-	leaseName = "backup-operator.loopwatch.dev"
 )
 
 // Timing of the scenes: Prometheus scrapes every ScrapeInterval and evaluates every

@@ -225,7 +225,7 @@ type LineChart struct {
 // maxLines bounds the lines of one chart; the rest are named in the text alternative.
 const maxLines = 4
 
-// Draw writes the chart as a figure with its text alternative.
+// LineChart writes the chart as a figure with its text alternative.
 func (w *Writer) LineChart(c LineChart) {
 	const width, left, right, top, height = 940.0, 70.0, 10.0, 8.0, 150.0
 	bottom := height - 22

@@ -148,7 +148,7 @@ func chunks(n, size int) [][2]int {
 func byTime(events []Event) []Event {
 	out := slices.Clone(events)
 	slices.SortStableFunc(out, func(a, b Event) int {
-		return a.Event.StageTimestamp.Time.Compare(b.Event.StageTimestamp.Time)
+		return a.Event.StageTimestamp.Compare(b.Event.StageTimestamp.Time)
 	})
 	return out
 }

@@ -138,10 +138,6 @@ type BackupList struct {
 	Items           []Backup `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&Backup{}, &BackupList{})
-}
-
 // StoreName returns the name of the Backup's store, "default" when unset.
 func (b *Backup) StoreName() string {
 	if b.Spec.StoreRef == nil || b.Spec.StoreRef.Name == "" {

@@ -15,7 +15,7 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "config.examples.loopwatch.dev", Version: "v1"}
 
 	// SchemeBuilder registers the types of this API with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion} //nolint:staticcheck // kubebuilder's scaffold, as the controllers this example stands for have it
 
 	// AddToScheme adds the types of this API to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
