@@ -63,9 +63,10 @@ var auditWriterJobs = levelTarget.record("up", "audit_writers")
 //
 // It is the first rule of the audit alert group, not of a recording group: rules of one group run
 // one after another at the same evaluation time, so each alert joins the offenders it reads with
-// the pods of that same evaluation. A recording of another group lags the gauges by up to an
-// interval, and a race's pod is that of its latest write: each time another replica writes, the
-// alert would find no job for an evaluation, resolve, and start its `for` again.
+// the pods of that same evaluation (only a scrape of the exporter that lands in the milliseconds
+// between the two queries can tell them apart). A recording of another group lags the gauges by
+// up to an interval, and a race's pod is that of its latest write: each time another replica
+// writes, the alert would find no job for an evaluation, resolve, and start its `for` again.
 var recAuditWriterJobs = &Recording{
 	Name:      auditWriterJobs,
 	ForAlerts: []string{"writeFight", "hotObject", "replicaRace"},
