@@ -276,9 +276,12 @@ var stagedIncidents = []struct {
 	labels map[string]string
 }{
 	{
-		name:   "the editor and the controller fight over alpha",
-		alert:  gen.WriteFight.FullName(),
-		labels: map[string]string{"object_name": "alpha", "actor_a": "editor", "actor_b": "system:serviceaccount:" + workloadNamespace + ":mirror-controller"},
+		// The editor is no service account: the controller's pod, a scrape target, names the
+		// workload (through the recorded jobs of the offenders' pods).
+		name:  "the editor and the controller fight over alpha",
+		alert: gen.WriteFight.FullName(),
+		labels: map[string]string{"object_name": "alpha", "actor_a": "editor", "actor_b": "system:serviceaccount:" + workloadNamespace + ":mirror-controller",
+			"namespace": workloadNamespace, "job": scrapeJob},
 	},
 	{
 		name:   "the editor rewrites hot alone many times a second",

@@ -39,13 +39,118 @@ func asTarget(expr, suffix string) string {
 }
 
 // withJob adds the job of the scrape target of each series' pod to expr (whose series carry
-// namespace and pod, see asTarget), and drops the series whose pod is no target. One job per pod:
-// a pod that two jobs scrape keeps one of them, the one whose target is up when only one is (a
-// many-to-one match would fail the whole evaluation). The target's value is multiplied by 0:
-// a target that is down still names the pod's job.
-func withJob(e *exprEnv, expr string) string {
-	targets := "topk by (" + levelPod.by() + ") (1, " + sel("up", e.Selector("controller"), `pod!=""`) + ")"
+// namespace and pod, see asTarget), and drops the series whose pod is no target. The jobs come
+// from recAuditWriterJobs, which holds one per pod; the topk keeps the join many-to-one even
+// where the recording's earlier series linger (a ruler restarted without marking them stale).
+// The recorded value (the target's up) is multiplied by 0: a target that is down still names the
+// pod's job.
+func withJob(expr string) string {
+	targets := "topk by (" + levelPod.by() + ") (1, " + auditWriterJobs + ")"
 	return expr + " + on (" + levelPod.by() + ") group_left (job) (0 * " + targets + ")"
+}
+
+// auditWriterJobs is the series of recAuditWriterJobs (declared apart: the alerts' expressions
+// read it, and the recording names the alerts).
+var auditWriterJobs = levelTarget.record("up", "audit_writers")
+
+// recAuditWriterJobs records the job of every scraped pod that an offender gauge names as a
+// writer: the actor of a hot object or a race, either side of a fight. HotObject, WriteFight and
+// ReplicaRace join their offenders with it to name the writing workload, so that `up` (a series
+// per scrape target, thousands in a large fleet) is read once per evaluation rather than once per
+// alert and per side of a fight; the recording itself holds a few series, one per writing pod.
+// One job per pod: a pod that two jobs scrape keeps one of them, the one whose target is up when
+// only one is (a many-to-one join would fail the alerts' evaluation otherwise).
+//
+// It is the first rule of the audit alert group, not of a recording group: rules of one group run
+// one after another at the same evaluation time, so each alert joins the offenders it reads with
+// the pods of that same evaluation (only a scrape of the exporter that lands in the milliseconds
+// between the two queries can tell them apart). A recording of another group lags the gauges by
+// up to an interval, and a race's pod is that of its latest write: each time another replica
+// writes, the alert would find no job for an evaluation, resolve, and start its `for` again.
+var recAuditWriterJobs = &Recording{
+	Name:      auditWriterJobs,
+	ForAlerts: []string{"writeFight", "hotObject", "replicaRace"},
+	Expr: func(e *exprEnv) string {
+		writers := func(metric, suffix string) string {
+			pod := catalogue.LabelActorPod + suffix
+			return asTarget(maxBy(levelCluster.with(catalogue.LabelActorNamespace+suffix, pod), sel(metric, e.Selector("exporter"), pod+`!=""`)), suffix)
+		}
+		return lines(
+			"topk by ("+levelPod.by()+") (1,",
+			"  max by ("+levelTarget.by()+") (",
+			"    "+sel("up", e.Selector("controller"), `pod!=""`),
+			"    and on ("+levelPod.by()+") (",
+			"      "+writers("loopwatch_audit_hot_object_writes_per_second", ""),
+			"      or",
+			"      "+writers("loopwatch_audit_replica_race_pods", ""),
+			"      or",
+			"      "+writers("loopwatch_audit_fight_handoffs", "_a"),
+			"      or",
+			"      "+writers("loopwatch_audit_fight_handoffs", "_b"),
+			"    )",
+			"  )",
+			")")
+	},
+	Cases: func(c *caseEnv) []ExprCase {
+		op, rival := c.Target("controller"), rivalTarget(c)
+		replica := otherReplica(op)
+		exporter := c.Target("exporter")
+		hot := func(pod string) *Series {
+			return Gauge("loopwatch_audit_hot_object_writes_per_second", offender(c, actorOf(operatorActor, pod, "")...), 2)
+		}
+		race := func(pod string) *Series {
+			return Gauge("loopwatch_audit_replica_race_pods", offender(c, actorOf(operatorActor, pod, "")...), 2)
+		}
+		fight := func(a, podA, b, podB string) *Series {
+			return Gauge("loopwatch_audit_fight_handoffs", offender(c, append(actorOf(a, podA, "_a"), actorOf(b, podB, "_b")...)...), 4)
+		}
+		at := func(l Labels) Labels { return c.AtLevel(levelTarget, l) }
+		return []ExprCase{
+			{
+				Name: "records the job of each pod an offender names, both sides of a fight included, and of no other target",
+				At:   10 * time.Minute,
+				Series: []*Series{
+					hot(op["pod"]), race(replica["pod"]), fight(operatorActor, op["pod"], rivalActor, rival["pod"]),
+					Gauge("up", op, 1), Gauge("up", replica, 1), Gauge("up", rival, 1), Gauge("up", exporter, 1),
+					Gauge("up", op.With("pod", "backup-operator-idle", "instance", "10.244.1.19:8443"), 1),
+				},
+				Want: []Sample{{at(op), 1}, {at(replica), 1}, {at(rival), 1}},
+			},
+			{
+				Name: "records the first side of a fight alone when the second has no pod",
+				At:   10 * time.Minute,
+				Series: []*Series{
+					fight(rivalActor, rival["pod"], "alice@example.com", ""),
+					Gauge("up", op, 1), Gauge("up", rival, 1),
+				},
+				Want: []Sample{{at(rival), 1}},
+			},
+			{
+				Name: "keeps one job for a pod that two jobs scrape, the one whose target is up",
+				At:   10 * time.Minute,
+				Series: []*Series{
+					hot(op["pod"]),
+					Gauge("up", op, 1), Gauge("up", op.With("job", "backup-controller-debug", "instance", "10.244.1.17:6060"), 0),
+				},
+				Want: []Sample{{at(op), 1}},
+			},
+			{
+				Name:   "records the job of a writer whose target is down, valued 0",
+				At:     10 * time.Minute,
+				Series: []*Series{race(op["pod"]), Gauge("up", op, 0)},
+				Want:   []Sample{{at(op), 0}},
+			},
+			{
+				Name: "records nothing for writers without a pod, with a pod that is no target, or that are no service account",
+				At:   10 * time.Minute,
+				Series: []*Series{
+					hot(""), race(op["pod"] + "-gone"), fight("alice@example.com", "", rivalActor, ""),
+					Gauge("up", op, 1), Gauge("up", rival, 1), Gauge("up", exporter, 1),
+				},
+				Want: []Sample{},
+			},
+		}
+	},
 }
 
 // offenderCases returns the cases of an alert on a top-offender gauge: the gauge appears when the
@@ -112,9 +217,9 @@ var WriteFight = &Alert{
 		// the first actor's namespace.
 		return lines(
 			"max by ("+fight.with(workloadLabels...).by()+") (",
-			"  "+withJob(e, asTarget(sides, "_a")),
+			"  "+withJob(asTarget(sides, "_a")),
 			"  or on ("+fight.by()+")",
-			"  "+withJob(e, asTarget(sides, "_b")),
+			"  "+withJob(asTarget(sides, "_b")),
 			"  or on ("+fight.by()+")",
 			"  "+asTarget(sides, "_a"),
 			") >= "+e.P("threshold"))
@@ -180,7 +285,7 @@ var HotObject = &Alert{
 		x := asTarget(maxBy(hot.with(catalogue.LabelActorNamespace, catalogue.LabelActorPod), sel("loopwatch_audit_hot_object_writes_per_second", e.Selector("exporter"))), "")
 		return lines(
 			"max by ("+hot.with(workloadLabels...).by()+") (",
-			"  "+withJob(e, x),
+			"  "+withJob(x),
 			"  or on ("+levelPod.by()+")",
 			"  "+x,
 			") > "+e.P("threshold"))
@@ -246,7 +351,7 @@ var ReplicaRace = &Alert{
 		x := asTarget(maxBy(race.with(catalogue.LabelActorNamespace, catalogue.LabelActorPod), sel("loopwatch_audit_replica_race_pods", e.Selector("exporter"))), "")
 		return lines(
 			"max by ("+race.with(workloadLabels...).by()+") (",
-			"  "+withJob(e, x),
+			"  "+withJob(x),
 			"  or on ("+levelPod.by()+")",
 			"  "+x,
 			") >= "+e.P("threshold"))

@@ -182,8 +182,8 @@ const leaderSampleInterval = time.Minute
 // few minutes is. promtool evaluates every group at the test's interval, so the tests sample at
 // that interval.
 var recLeaderStatus = &Recording{
-	Name:     levelReplicaLease.record("leader_election_master_status", "max"),
-	ForAlert: "leaderFlapping",
+	Name:      levelReplicaLease.record("leader_election_master_status", "max"),
+	ForAlerts: []string{"leaderFlapping"},
 	Expr: func(e *exprEnv) string {
 		return maxBy(levelReplicaLease, sel("leader_election_master_status", e.Selector("controller")))
 	},

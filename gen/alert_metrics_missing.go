@@ -246,8 +246,8 @@ func JobSeenSeries() string { return jobSeenName }
 // remembers a job without reading days of samples, and drops it after rememberDays: a job that is
 // gone does not stay a series forever.
 var recControllerJobSeen = &Recording{
-	Name:     jobSeenName,
-	ForAlert: "controllerMetricsMissing",
+	Name:      jobSeenName,
+	ForAlerts: []string{"controllerMetricsMissing"},
 	Expr: func(e *exprEnv) string {
 		return lines(
 			maxBy(levelScrapeJob, "timestamp("+sel(controllerStarted, e.Selector("controllerTargets"))+")"),

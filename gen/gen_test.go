@@ -394,40 +394,73 @@ func TestDisabledAlertDropsItsRecordings(t *testing.T) {
 	}
 }
 
-// A recording made for one alert is read by that alert and by nothing else: no other rule, no
-// dashboard. Otherwise disabling the alert would break its other readers.
-func TestRecordingsForOneAlertHaveNoOtherReader(t *testing.T) {
+// A recording that several alerts read stays while one of them is enabled, and goes with the
+// last of them.
+func TestRecordingOfSeveralAlertsGoesWithTheLast(t *testing.T) {
+	readers := []*Alert{WriteFight, HotObject, ReplicaRace}
+	for n := 0; n <= len(readers); n++ {
+		cfg := Default()
+		for _, a := range readers[:n] {
+			s := cfg.Alerts[a.Key]
+			s.Disabled = true
+			cfg.Alerts[a.Key] = s
+		}
+		m, err := Build(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules := string(files(t, m)[RulesFile])
+		if got, want := strings.Contains(rules, "record: "+recAuditWriterJobs.Name), n < len(readers); got != want {
+			t.Errorf("with %d of its %d readers disabled, rules hold %s: %v, want %v", n, len(readers), recAuditWriterJobs.Name, got, want)
+		}
+		if err := m.Lint(); err != nil {
+			t.Errorf("with %d of its %d readers disabled: %v", n, len(readers), err)
+		}
+	}
+}
+
+// A recording made for some alerts is read by those alerts and by nothing else: no other rule,
+// no dashboard. Otherwise disabling the alerts would break its other readers.
+func TestRecordingsForSomeAlertsHaveNoOtherReader(t *testing.T) {
 	m := buildDefault(t)
-	owner := map[string]string{}
+	owners := map[string][]string{}
 	for _, g := range m.Groups {
 		for _, r := range g.Rules {
-			if r.Recording != nil && r.Recording.forAlert() != nil {
-				owner[r.Record] = r.Recording.forAlert().FullName()
+			if r.Recording == nil {
+				continue
+			}
+			for _, a := range r.Recording.owners() {
+				owners[r.Record] = append(owners[r.Record], a.FullName())
 			}
 		}
 	}
-	if len(owner) == 0 {
-		t.Fatal("no recording is made for one alert: the check compared nothing")
+	if len(owners) == 0 {
+		t.Fatal("no recording is made for some alerts: the check compared nothing")
 	}
 	fs := files(t, m)
-	read := map[string]bool{}
+	read := map[string]map[string]bool{}
 	ruleSelections(t, fs[RulesFile], func(_ string, r rulefmt.Rule, names []string) {
 		for _, name := range names {
-			if o, ok := owner[name]; ok {
-				if r.Alert != o && r.Record != name {
-					t.Errorf("%s%s reads %s, which is recorded for %s only", r.Record, r.Alert, name, o)
+			if o, ok := owners[name]; ok {
+				if !slices.Contains(o, r.Alert) && r.Record != name {
+					t.Errorf("%s%s reads %s, which is recorded for %v only", r.Record, r.Alert, name, o)
 				}
-				read[name] = true
+				if read[name] == nil {
+					read[name] = map[string]bool{}
+				}
+				read[name][r.Alert] = true
 			}
 		}
 	})
-	for name, o := range owner {
-		if !read[name] {
-			t.Errorf("%s is recorded for %s, which does not read it", name, o)
+	for name, o := range owners {
+		for _, a := range o {
+			if !read[name][a] {
+				t.Errorf("%s is recorded for %s, which does not read it", name, a)
+			}
 		}
 		for path, content := range fs {
 			if strings.HasPrefix(path, "dashboards/") && strings.Contains(string(content), name) {
-				t.Errorf("dashboard %s reads %s, which is recorded for %s only", path, name, o)
+				t.Errorf("dashboard %s reads %s, which is recorded for %v only", path, name, o)
 			}
 		}
 	}

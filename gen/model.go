@@ -64,11 +64,10 @@ func Build(cfg Config) (*Model, error) {
 		}
 		var rules []Rule
 		for _, r := range g.Recordings {
-			a := r.forAlert()
-			if a != nil && cfg.Alerts[a.Key].Disabled {
+			if !r.readByEnabled(cfg) {
 				continue
 			}
-			rules = append(rules, Rule{Record: r.Name, Expr: r.Expr(&exprEnv{b: b, a: a}), Recording: r})
+			rules = append(rules, Rule{Record: r.Name, Expr: r.Expr(&exprEnv{b: b, a: r.forAlert()}), Recording: r})
 		}
 		for _, a := range g.Alerts {
 			if s := cfg.Alerts[a.Key]; !s.Disabled {

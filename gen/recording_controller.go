@@ -132,9 +132,9 @@ var recQueueCompletions = &Recording{
 // backlogged controller an alert instance, reads two recorded series per controller instead of
 // the histogram of every replica.
 var recQueueWaitLong = &Recording{
-	Name:     levelController.record("workqueue_queue_duration_seconds", "share_above_bucket_rate5m"),
-	ForAlert: "queueWait",
-	Share:    true,
+	Name:      levelController.record("workqueue_queue_duration_seconds", "share_above_bucket_rate5m"),
+	ForAlerts: []string{"queueWait"},
+	Share:     true,
 	Expr: func(e *exprEnv) string {
 		return shareAbove(levelController, "workqueue_queue_duration_seconds", e.Selector("controller")+", "+hasController, e.P("bucket"), "5m")
 	},
@@ -155,8 +155,8 @@ var recQueueWaitLong = &Recording{
 // (priority -100: the initial list and unchanged resync events). A queue without the priority
 // label counts whole. Only LoopwatchQueueWaitHigh reads it.
 var recQueueDepthNormal = &Recording{
-	Name:     levelController.record("workqueue_depth", "sum_normal_priority"),
-	ForAlert: "queueWait",
+	Name:      levelController.record("workqueue_depth", "sum_normal_priority"),
+	ForAlerts: []string{"queueWait"},
 	Expr: func(e *exprEnv) string {
 		return sumBy(levelController, recQueueDepthByPriority.Name+`{priority!="-100"}`)
 	},

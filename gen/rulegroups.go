@@ -13,25 +13,43 @@ type Recording struct {
 	Expr func(e *exprEnv) string
 	// Cases check the recorded series on known input.
 	Cases func(c *caseEnv) []ExprCase
-	// ForAlert is the key of the one alert that reads this recording, when the rule records a
-	// part of that alert's expression: the recording is generated only while the alert is, and
-	// Expr and Cases may read the alert's parameters (e.P, c.P). Empty for a shared recording.
-	ForAlert string
+	// ForAlerts are the keys of the alerts that read this recording, when only they do: the
+	// recording is generated only while one of them is. A recording of a part of one alert's
+	// expression (ForAlerts holds that alert alone) may read the alert's parameters in Expr and
+	// Cases (e.P, c.P). Empty for a shared recording.
+	ForAlerts []string
 	// Share: the recorded value is a share of events, within [0, 1] whatever the evaluation
 	// timing (the end-to-end scenes check every recorded value of such a rule).
 	Share bool
 }
 
-// forAlert is the alert named by ForAlert, nil for a shared recording.
+// owners are the alerts named by ForAlerts, none for a shared recording.
+func (r *Recording) owners() []*Alert {
+	var out []*Alert
+	for _, key := range r.ForAlerts {
+		a, ok := alertByKey(key)
+		if !ok {
+			panic("recording " + r.Name + " is for unknown alert " + key)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// forAlert is the one alert whose parameters the recording may read: its only owner, nil for a
+// shared recording or one that several alerts read.
 func (r *Recording) forAlert() *Alert {
-	if r.ForAlert == "" {
-		return nil
+	if o := r.owners(); len(o) == 1 {
+		return o[0]
 	}
-	a, ok := alertByKey(r.ForAlert)
-	if !ok {
-		panic("recording " + r.Name + " is for unknown alert " + r.ForAlert)
-	}
-	return a
+	return nil
+}
+
+// readByEnabled reports whether the config generates the recording: it is shared, or one of the
+// alerts that read it is enabled.
+func (r *Recording) readByEnabled(cfg Config) bool {
+	owners := r.owners()
+	return len(owners) == 0 || slices.ContainsFunc(owners, func(a *Alert) bool { return !cfg.Alerts[a.Key].Disabled })
 }
 
 // ruleGroup is one rule group of the output, switched on by a config group.
@@ -53,7 +71,8 @@ type ruleGroup struct {
 const slowAlertInterval = 5 * time.Minute
 
 // ruleGroups lists every rule group in output order: recording groups before the alert groups
-// that read them. It is the one list of loopwatch's rules.
+// that read them, and a group's recordings before its alerts. It is the one list of loopwatch's
+// rules.
 func ruleGroups() []ruleGroup {
 	controller := func(g Groups) bool { return g.Controller }
 	slo := func(g Groups) bool { return g.SLO }
@@ -96,7 +115,8 @@ func ruleGroups() []ruleGroup {
 		{Name: groupLeaderMultiple, On: leaderElection, Alerts: []*Alert{LeaderMultiple}},
 		{Name: groupLeaderTrend, Interval: slowAlertInterval, On: leaderElection, Alerts: []*Alert{LeaderFlapping}},
 		{Name: groupSLOAlerts, On: slo, Alerts: []*Alert{ErrorBudgetBurnFast, ErrorBudgetBurnSlow}},
-		{Name: groupAuditAlerts, On: audit, Alerts: []*Alert{
+		// The workload join's recording runs first in the alerts' own group: see recAuditWriterJobs.
+		{Name: groupAuditAlerts, On: audit, Recordings: []*Recording{recAuditWriterJobs}, Alerts: []*Alert{
 			WriteFight, HotObject, ReplicaRace, ConflictStorm, RelistStorm,
 			AuditExporterNotReceiving, AuditExporterDropping, AuditWebhookErrors,
 		}},

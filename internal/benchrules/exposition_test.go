@@ -252,6 +252,50 @@ func TestExporterIsAtItsBounds(t *testing.T) {
 	}
 }
 
+// The offender gauges name their writers' pods as the audit exporter does (actor_namespace,
+// actor_pod): most are pods the fleet's targets carry, so that the audit alerts' join with the
+// scrape targets finds jobs, as in a cluster where controllers fight or race; some are pods that
+// are gone, and actors that are no service account name none.
+func TestOffendersNameTheFleetsPods(t *testing.T) {
+	f := testFleet(t, 50, true)
+	targets := map[string]bool{}
+	var exp *Target
+	for _, tg := range f.Targets {
+		if tg.Job == "loopwatch-exporter" {
+			exp = tg
+			continue
+		}
+		targets[tg.Labels.Get("namespace")+"/"+tg.Labels.Get("pod")] = true
+	}
+	fams := parse(t, exp, testStart.Add(time.Hour))
+	for name, sides := range map[string][]string{
+		"loopwatch_audit_fight_handoffs":               {"_a", "_b"},
+		"loopwatch_audit_hot_object_writes_per_second": {""},
+		"loopwatch_audit_replica_race_pods":            {""},
+	} {
+		var targeted, gone, none int
+		for _, m := range fams[name].GetMetric() {
+			l := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				l[lp.GetName()] = lp.GetValue()
+			}
+			for _, side := range sides {
+				switch pod := l["actor_pod"+side]; {
+				case pod == "":
+					none++
+				case targets[l["actor_namespace"+side]+"/"+pod]:
+					targeted++
+				default:
+					gone++
+				}
+			}
+		}
+		if targeted == 0 || gone == 0 || none == 0 || gone > targeted {
+			t.Errorf("%s: %d writers are scrape targets, %d pods are gone, %d have no pod: want most targets, some of each other", name, targeted, gone, none)
+		}
+	}
+}
+
 func TestQuantilesAreNearestRank(t *testing.T) {
 	var v []float64
 	for i := 10; i >= 1; i-- {

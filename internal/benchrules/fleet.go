@@ -223,11 +223,25 @@ type controller struct {
 	depthLevel, depthAmpl float64
 }
 
+// controllerIdentity is controller manager i's kind, project (its namespace is the project's
+// -system) and the seed of its random choices.
+func controllerIdentity(cfg FleetConfig, i int) (kind, project string, seed uint64) {
+	kind = kinds[i%len(kinds)]
+	return kind, fmt.Sprintf("%s-%03d", kind, i), mix(cfg.Seed, uint64(i)+1)
+}
+
+// controllerPod is the name of the pod of replica r of controller manager i.
+func controllerPod(cfg FleetConfig, i, r int) string {
+	_, project, seed := controllerIdentity(cfg, i)
+	return fmt.Sprintf("%s-controller-manager-%s-%s", project, token(seed, 10), token(mix(seed, uint64(r)), 5))
+}
+
 func newController(cfg FleetConfig, i int, scenario string) *controller {
-	seed := mix(cfg.Seed, uint64(i)+1)
+	kind, project, seed := controllerIdentity(cfg, i)
 	c := &controller{
 		index:               i,
-		kind:                kinds[i%len(kinds)],
+		kind:                kind,
+		project:             project,
 		seed:                seed,
 		rate:                0.02 * math.Pow(150, unit(seed^1)), // 0.02 … 3 per second, log-uniform
 		errorShare:          0.001 + 0.005*unit(seed^2),
@@ -241,7 +255,6 @@ func newController(cfg FleetConfig, i int, scenario string) *controller {
 		podStart:            float64(cfg.Start.Unix()) - 3600 - 86400*unit(seed^5),
 		depthAmpl:           3,
 	}
-	c.project = fmt.Sprintf("%s-%03d", c.kind, i)
 	c.instrumented = unit(seed^6) < cfg.Scenarios.Instrumented
 	c.scenario = scenario
 	switch c.scenario {
@@ -322,7 +335,7 @@ func token(h uint64, n int) string {
 // others are standbys.
 func (c *controller) target(cfg FleetConfig, r, index int) *Target {
 	job := c.project + "-controller-manager-metrics-service"
-	pod := fmt.Sprintf("%s-controller-manager-%s-%s", c.project, token(c.seed, 10), token(mix(c.seed, uint64(r)), 5))
+	pod := controllerPod(cfg, c.index, r)
 	t := newTarget(cfg, index, job, map[string]string{
 		"namespace": c.project + "-system",
 		"service":   job,

@@ -34,24 +34,35 @@ func auditResources() []groupResource {
 	return out
 }
 
-// auditActors are the top-K writers that own a label value, and "other".
+// nonServiceAccountActors are the first auditActors, which are no service account.
+var nonServiceAccountActors = []string{"system:kube-controller-manager", "system:kube-scheduler", "kubernetes-admin"}
+
+// auditActors are the top-K writers that own a label value, and "other". After the
+// nonServiceAccountActors, actor n+i is the service account of controller manager i.
 func auditActors() []string {
-	out := []string{"system:kube-controller-manager", "system:kube-scheduler", "kubernetes-admin"}
+	out := slices.Clone(nonServiceAccountActors)
 	for i := 0; len(out) < exporterTopK; i++ {
-		k := kinds[i%len(kinds)]
-		out = append(out, fmt.Sprintf("system:serviceaccount:%s-%03d-system:%s-controller-manager", k, i, k))
+		kind, project, _ := controllerIdentity(FleetConfig{}, i)
+		out = append(out, fmt.Sprintf("system:serviceaccount:%s-system:%s-controller-manager", project, kind))
 	}
 	return append(out, "other")
 }
 
-// actorWorkload returns the offender labels that tie an actor to its workload (namespace, service
-// account, pod): a pod-like name for a service account, as a bound token gives, none for others.
-func actorWorkload(actor string, seed uint64) []string {
-	ns, sa, ok := catalogue.SplitServiceAccount(actor)
-	if !ok {
+// actorWorkload returns the offender labels that tie actor ai of auditActors to its workload
+// (namespace, service account, pod): for a controller manager's service account, the pod of its
+// replica r, as a bound token names it (a scrape target, so the alerts' join finds its job), or
+// with gone a pod that is no longer one (a rollout's old pod); none for the other actors.
+func actorWorkload(cfg FleetConfig, actors []string, ai, r int, gone bool) []string {
+	ns, sa, ok := catalogue.SplitServiceAccount(actors[ai])
+	i := ai - len(nonServiceAccountActors)
+	if !ok || i < 0 {
 		return []string{"", "", ""}
 	}
-	return []string{ns, sa, sa + "-" + token(mix(seed, uint64(len(actor))), 10) + "-" + token(mix(seed, uint64(len(sa))), 5)}
+	pod := controllerPod(cfg, i, r)
+	if gone || i >= cfg.Controllers {
+		pod = controllerPod(cfg, i, r+cfg.Replicas)
+	}
+	return []string{ns, sa, pod}
 }
 
 // exporterTarget is the audit exporter at its bounds: every actor label in use, every offender
@@ -123,13 +134,16 @@ func exporterTarget(cfg FleetConfig, index int) *Target {
 		sub := []string{"", "status"}[i%2]
 		ns, name := fmt.Sprintf("team-%02d", i%17), fmt.Sprintf("object-%03d", i)
 		a, bb := actors[i%exporterTopK], actors[(i+1)%exporterTopK]
-		wa, wb := actorWorkload(a, seed), actorWorkload(bb, seed)
+		// The leaders write; every fifth offender's writer has been rolled out since; a race
+		// names the replica that wrote last.
+		gone := i%5 == 4
+		wa, wb := actorWorkload(cfg, actors, i%exporterTopK, 0, gone), actorWorkload(cfg, actors, (i+1)%exporterTopK, 0, gone)
 		b.add("loopwatch_audit_fight_handoffs", value{c: gaugeCurve(4, 26, 60, next()), scale: 1, floor: true},
 			slices.Concat([]string{gr.group, gr.resource, sub, ns, name, a, bb, "manager-a", "manager-b", ""}, wa, wb)...)
 		b.add("loopwatch_audit_hot_object_writes_per_second", value{c: gaugeCurve(0.3, 2.7, 60, next()), scale: 1},
 			slices.Concat([]string{gr.group, gr.resource, sub, ns, "hot-" + name, a, "manager-a", ""}, wa)...)
 		b.add("loopwatch_audit_replica_race_pods", value{c: gaugeCurve(2, 1.99, 60, next()), scale: 1, floor: true},
-			slices.Concat([]string{gr.group, gr.resource, sub, ns, "raced-" + name, a}, wa)...)
+			slices.Concat([]string{gr.group, gr.resource, sub, ns, "raced-" + name, a}, actorWorkload(cfg, actors, i%exporterTopK, i%cfg.Replicas, gone))...)
 	}
 
 	const batches = 5.0 // webhook batches per second
