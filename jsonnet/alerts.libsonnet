@@ -262,7 +262,7 @@
         rules: [
           {
             alert: "LoopwatchLeaderMultiple",
-            expr: "sum by (%(clusterLabel)s, namespace, job, name) (min_over_time(leader_election_master_status{%(controllerSelector)s}[%(leaderMultipleOverlap)gs])\nand\nleader_election_master_status{%(controllerSelector)s}\nand\nleader_election_master_status{%(controllerSelector)s} offset %(leaderMultipleOverlap)gs) > 1" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, name) (max by (%(clusterLabel)s, namespace, job, name, replica) (label_replace(label_replace(min_over_time(leader_election_master_status{%(controllerSelector)s}[%(leaderMultipleOverlap)gs])\nand\nleader_election_master_status{%(controllerSelector)s}\nand\nleader_election_master_status{%(controllerSelector)s} offset %(leaderMultipleOverlap)gs, \"replica\", \"$1\", \"instance\", \"(.*)\"), \"replica\", \"$1\", \"pod\", \"(.+)\"))) > 1" % $._config,
             [if "%(leaderMultipleFor)s" % $._config != '0s' then 'for']: "%(leaderMultipleFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
