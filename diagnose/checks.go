@@ -282,7 +282,9 @@ func checks() []*check {
 			alert: gen.ErrorBudgetBurnSlow,
 			signals: []signalSpec{
 				{name: "error ratio over 2h", unit: UnitRatio}, {name: "error ratio over 1d", unit: UnitRatio},
+				{name: "failed reconciles over 1d", unit: UnitCount},
 				{name: "error ratio over 6h", unit: UnitRatio}, {name: "error ratio over 3d", unit: UnitRatio},
+				{name: "failed reconciles over 3d", unit: UnitCount},
 			},
 			scope: byController,
 			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
