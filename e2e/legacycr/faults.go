@@ -18,8 +18,8 @@ import (
 
 // faults switches the faults on; every field is off by default.
 type faults struct {
-	// errors makes every reconcile fail before it does anything, as when a service it depends
-	// on is down.
+	// errors makes every reconcile fail once it has read its object, as when the service it
+	// then calls is down.
 	errors bool
 	// slow makes every reconcile wait this long first, as a call to a slow service does.
 	slow time.Duration
@@ -34,8 +34,8 @@ var errDependencyDown = errors.New("the service this controller depends on is un
 // nPlusOneFanout caps the GETs of faults.nPlusOne.
 const nPlusOneFanout = 50
 
-// wrap puts the faults that are on around r, the first listed outermost: a failing dependency is
-// found before the slow call, which comes before the reads. reader reads from the API server
+// wrap puts the faults that are on around r: the N+1 reads come first, then the slow call, then
+// the failing dependency. reader reads from the API server
 // (uncached); it is needed by nPlusOne only.
 func (f faults) wrap(r reconcile.Reconciler, reader client.Reader, namespace string) (reconcile.Reconciler, error) {
 	if f.nPlusOne {
@@ -48,14 +48,17 @@ func (f faults) wrap(r reconcile.Reconciler, reader client.Reader, namespace str
 		r = slow(r, f.slow)
 	}
 	if f.errors {
-		r = failing()
+		r = failing(r)
 	}
 	return r, nil
 }
 
-// failing fails every reconcile.
-func failing() reconcile.Reconciler {
-	return reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+// failing fails every reconcile of inner that did not fail already.
+func failing(inner reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		if _, err := inner.Reconcile(ctx, req); err != nil {
+			return reconcile.Result{}, err
+		}
 		return reconcile.Result{}, errDependencyDown
 	})
 }
