@@ -216,8 +216,8 @@ func burnConflictCases(c *caseEnv, conds []burnCondition, budget, minFailed, fai
 	if t := firstHold(c, tr, conds, budget, minFailed, history, until); t >= 0 {
 		c.errs = append(c.errs, fmt.Errorf("alert %s: a conflict-only error rate burns the budget at %s", c.a.Key, fmtDuration(t)))
 	}
-	// Real errors at the incident's share, beside conflicts at a share of their own from the start.
-	share := math.Min(budget/2, (1-failing)/2)
+	// Real errors at the incident's share, beside conflicts at up to half that share from the start.
+	share := math.Min(failing/2, (1-failing)/2)
 	mixed := []*Series{
 		Counter("controller_runtime_reconcile_total", l.With("result", "error"), 10*share).Rate(history, 10*(share+failing)),
 		Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10*(1-share)).Rate(history, 10*(1-share-failing)),

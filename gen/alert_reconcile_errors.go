@@ -45,9 +45,9 @@ var ReconcileErrors = &Alert{
 			Counter("controller_runtime_reconcile_total", l.With("result", "requeue_after"), 0),
 			conflictSeries(c, 0).Rate(incidentAt, failing),
 		}
-		// Real errors beside conflicts at a share of their own from the start: the share of
-		// real errors is the incident's.
-		share := math.Min(th/2, (1-failing)/2)
+		// Real errors at the incident's share, beside conflicts at up to half that share from
+		// the start.
+		share := math.Min(failing/2, (1-failing)/2)
 		mixed := []*Series{
 			Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10*(1-share)).Rate(incidentAt, 10*(1-share-failing)),
 			Counter("controller_runtime_reconcile_total", l.With("result", "error"), 10*share).Rate(incidentAt, 10*(share+failing)),
