@@ -40,6 +40,20 @@ var (
 // controller-runtime's backoff, fails a dozen times within its first minute.
 const minFailedKey = "minFailedReconciles"
 
+// FailureCountLag is how late the failed reconciles a burn-rate alert counts (sloFailedRef) can
+// be: the count sums 5-minute error rates, and a failure is counted in full once the 5-minute rate
+// has held it for its whole window. An error storm that starts from nothing reaches the alert's
+// minimum up to that long after it has really failed that many times; a running Prometheus and
+// a new one alike.
+const FailureCountLag = 5 * time.Minute
+
+// CountsFailures reports whether a needs a least number of failed reconciles (minFailedKey) and
+// so fires up to FailureCountLag after an error storm's ratios cross its thresholds.
+func (a *Alert) CountsFailures() bool {
+	_, ok := a.param(minFailedKey)
+	return ok
+}
+
 // burnExpr is the expression of a burn-rate alert: any of its conditions. minFailed, when not
 // empty, is the least number of failed reconciles over a condition's long window.
 func burnExpr(e *exprEnv, conds []burnCondition, minFailed string) string {
