@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/loopwatch/loopwatch/catalogue"
+	"github.com/loopwatch/loopwatch/gen"
 )
 
 // Bounds on the evidence rows of one signal.
@@ -139,10 +140,16 @@ func (d *diagnosis) notes() []string {
 	return out
 }
 
-// controller builds the diagnosis of controller k from its ranked findings.
+// controller builds the diagnosis of controller k from its ranked findings. The verdict comes
+// from the checks that ran: a failure found makes the controller unhealthy; otherwise it is
+// healthy as long as its reconcile counter, what every rate is taken against, is there and
+// recent, and the checks that could not run are listed with why (a monitoring gap that blinds
+// them, or the series they need missing). Only a counter that stopped or is too new leaves the
+// controller insufficient-data.
 func (d *diagnosis) controller(k controllerKey, fs []*finding) Controller {
 	c := Controller{Cluster: k.cluster, Namespace: k.namespace, Job: k.job, Name: k.name}
 	holds := map[*check]bool{}
+	blinded := map[*gen.Alert]*check{}
 	failures := 0
 	for _, f := range fs {
 		c.Causes = append(c.Causes, d.cause(f))
@@ -150,8 +157,13 @@ func (d *diagnosis) controller(k controllerKey, fs []*finding) Controller {
 		if !f.check.gap {
 			failures++
 		}
+		for _, a := range f.check.blinds {
+			if blinded[a] == nil {
+				blinded[a] = f.check
+			}
+		}
 	}
-	var missing []string
+	var unrun []CheckResult
 	for _, run := range d.runs {
 		if run.check.scope == byNone {
 			continue
@@ -162,18 +174,22 @@ func (d *diagnosis) controller(k controllerKey, fs []*finding) Controller {
 			res.Result = CheckDisabled
 		case holds[run.check]:
 			res.Result = CheckHolds
+		case blinded[run.check.alert] != nil:
+			g := blinded[run.check.alert]
+			res.Result, res.Detail = CheckNoData, fmt.Sprintf("%s (%s)", g.reason, g.alert.FullName())
 		default:
 			for _, m := range run.check.needs {
 				if !d.inv.has(m, k) {
 					res.Result, res.Detail = CheckNoData, fmt.Sprintf("no %s series with two samples in the window", seriesName(m))
 					if run.check.optional {
 						res.Result = CheckNotApplicable
-					} else {
-						missing = append(missing, res.Detail+" for "+run.check.alert.FullName())
 					}
 					break
 				}
 			}
+		}
+		if res.Result == CheckNoData {
+			unrun = append(unrun, res)
 		}
 		c.Checks = append(c.Checks, res)
 	}
@@ -182,18 +198,37 @@ func (d *diagnosis) controller(k controllerKey, fs []*finding) Controller {
 	switch {
 	case failures > 0:
 		c.Verdict, c.Headline = Unhealthy, c.Causes[0].Summary
-	case len(c.Causes) > 0:
-		c.Verdict, c.Headline = InsufficientData, "Not known to be healthy: "+strings.TrimSuffix(c.Causes[0].Summary, ".")+"."
 	case !d.inv.reporting[k]:
 		c.Verdict, c.Headline = InsufficientData, fmt.Sprintf("Not known to be healthy: its %s series stopped within the window: the process stopped, was scaled to zero, or is no longer scraped (up{job=%q}).", catalogue.ControllerRuntimeReconcileTotal.Name, k.job)
 	case n < minSamples:
 		c.Verdict, c.Headline = InsufficientData, fmt.Sprintf("Not known to be healthy: %s has %g samples in the window, too few for a rate.", catalogue.ControllerRuntimeReconcileTotal.Name, n)
-	case len(missing) > 0:
-		c.Verdict, c.Headline = InsufficientData, "Not known to be healthy: "+missing[0]+"."
+	case len(unrun) > 0:
+		c.Verdict, c.Headline = Healthy, "Nothing wrong in the checks that ran on data; "+unrunText(unrun)+"."
 	default:
 		c.Verdict, c.Headline = Healthy, "Every check ran on data and found nothing wrong."
 	}
 	return c
+}
+
+// unrunText says which checks could not run and why, the checks of one reason together.
+func unrunText(unrun []CheckResult) string {
+	var reasons []string
+	by := map[string][]string{}
+	for _, r := range unrun {
+		if _, ok := by[r.Detail]; !ok {
+			reasons = append(reasons, r.Detail)
+		}
+		by[r.Detail] = append(by[r.Detail], strings.TrimPrefix(r.Alert, "Loopwatch"))
+	}
+	parts := make([]string, len(reasons))
+	for i, reason := range reasons {
+		parts[i] = strings.Join(by[reason], ", ") + ", because " + reason
+	}
+	verb := "checks could not run"
+	if len(unrun) == 1 {
+		verb = "check could not run"
+	}
+	return fmt.Sprintf("%d %s: %s", len(unrun), verb, strings.Join(parts, "; "))
 }
 
 // seriesName is the series a family's presence is judged by.

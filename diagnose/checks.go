@@ -22,8 +22,13 @@ type check struct {
 	// controllers.
 	scope attribution
 	// gap marks a monitoring gap (metrics missing, audit pipeline broken) rather than a failure of
-	// the controller: on its own it makes the verdict insufficient-data, not unhealthy.
+	// the controller: it is listed (role gap), the checks it blinds say so, and the verdict comes
+	// from the checks that ran.
 	gap bool
+	// blinds are the checks a gap keeps from running for the controllers it holds for, and
+	// reason says why in a few words.
+	blinds []*gen.Alert
+	reason string
 	// needs are the metric families the check reads: without them it cannot run for a
 	// controller (no-data), or has nothing to look at when optional (not-applicable).
 	needs    []catalogue.Metric
@@ -179,40 +184,48 @@ func checks() []*check {
 			signals: []signalSpec{
 				{name: "reconcile series of the pod without any workqueue series", unit: UnitCount},
 			},
-			scope: byController,
-			gap:   true,
-			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:  "Another workqueue metrics provider was registered before controller-runtime's (client-go's workqueue.SetProvider: the first caller wins). Remove it or let controller-runtime register first; until then queue depth, growth and wait cannot be checked.",
+			scope:  byController,
+			gap:    true,
+			blinds: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ProcessorStuck},
+			reason: "its process serves no workqueue series: another workqueue metrics provider registered first",
+			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:   "Another workqueue metrics provider was registered before controller-runtime's (client-go's workqueue.SetProvider: the first caller wins). Remove it or let controller-runtime register first; until then queue depth, growth and wait cannot be checked.",
 		},
 		{
 			alert: gen.WorkqueueControllerLabelMissing,
 			signals: []signalSpec{
 				{name: "controllers of the job whose workqueue series lack the controller label", unit: UnitCount},
 			},
-			scope: byWorkload,
-			gap:   true,
-			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:  "The job's controllers are built with controller-runtime v0.18 or older, whose workqueue series carry the queue's name but no controller label. Upgrade controller-runtime to v0.19 or later, or copy name into controller for the job's workqueue_* series in its metric relabeling (the alert's runbook has the rule); until then queue depth, growth, wait and stuck workers cannot be checked.",
+			scope:  byWorkload,
+			gap:    true,
+			blinds: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ProcessorStuck},
+			reason: "its workqueue series carry no controller label, as with controller-runtime v0.18 or older",
+			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:   "The job's controllers are built with controller-runtime v0.18 or older, whose workqueue series carry the queue's name but no controller label. Upgrade controller-runtime to v0.19 or later, or copy name into controller for the job's workqueue_* series in its metric relabeling (the alert's runbook has the rule); until then queue depth, growth, wait and stuck workers cannot be checked.",
 		},
 		{
 			alert: gen.ClassicHistogramsMissing,
 			signals: []signalSpec{
 				{name: "native reconcile-time histograms of the job without classic series", unit: UnitCount},
 			},
-			scope: byWorkload,
-			gap:   true,
-			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:  "Prometheus ingests this job's histograms as native histograms only (scrape_native_histograms or convert_classic_histograms_to_nhcb without always_scrape_classic_histograms). Set always_scrape_classic_histograms: true on its scrape configuration (scrapeClassicHistograms: true on its ServiceMonitor or PodMonitor); until then reconcile latency, queue wait and queue backlog cannot be checked.",
+			scope:  byWorkload,
+			gap:    true,
+			blinds: []*gen.Alert{gen.ReconcileSlow, gen.QueueWaitHigh, gen.QueueBacklog},
+			reason: "Prometheus keeps its histograms as native histograms only, without the classic series",
+			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:   "Prometheus ingests this job's histograms as native histograms only (scrape_native_histograms or convert_classic_histograms_to_nhcb without always_scrape_classic_histograms). Set always_scrape_classic_histograms: true on its scrape configuration (scrapeClassicHistograms: true on its ServiceMonitor or PodMonitor); until then reconcile latency, queue wait and queue backlog cannot be checked.",
 		},
 		{
 			alert: gen.MaxConcurrentReconcilesMissing,
 			signals: []signalSpec{
 				{name: "controllers of the job with reconcile series and no controller_runtime_max_concurrent_reconciles", unit: UnitCount},
 			},
-			scope: byWorkload,
-			gap:   true,
-			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:  "The job's metric relabeling drops controller_runtime_max_concurrent_reconciles (a keep-list that leaves it out). Keep it (the alert's runbook has a keep-list with every metric loopwatch reads); until then queue depth, growth and wait, and the workqueue setup checks, cannot be checked.",
+			scope:  byWorkload,
+			gap:    true,
+			blinds: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.WorkqueueMetricsMissing, gen.WorkqueueControllerLabelMissing},
+			reason: "its scrape drops controller_runtime_max_concurrent_reconciles",
+			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
+			next:   "The job's metric relabeling drops controller_runtime_max_concurrent_reconciles (a keep-list that leaves it out). Keep it (the alert's runbook has a keep-list with every metric loopwatch reads); until then queue depth, growth and wait, and the workqueue setup checks, cannot be checked.",
 		},
 		{
 			alert: gen.ControllerMetricsMissing,
@@ -270,7 +283,9 @@ func checks() []*check {
 			alert: gen.ErrorBudgetBurnSlow,
 			signals: []signalSpec{
 				{name: "error ratio over 2h", unit: UnitRatio}, {name: "error ratio over 1d", unit: UnitRatio},
+				{name: "failed reconciles over 1d", unit: UnitCount},
 				{name: "error ratio over 6h", unit: UnitRatio}, {name: "error ratio over 3d", unit: UnitRatio},
+				{name: "failed reconciles over 3d", unit: UnitCount},
 			},
 			scope: byController,
 			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},

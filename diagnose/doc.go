@@ -9,8 +9,11 @@
 // expressions are inlined, so the same checks run on the raw metrics. The failures found are
 // ranked by the strength of their evidence, and a failure another one explains (a growing queue
 // behind a stuck worker, slow reconciles behind N+1 API calls, a high PATCH rate behind a write
-// fight) is listed as that one's symptom. "Healthy" is said only when every check ran on data;
-// otherwise the verdict is "insufficient-data".
+// fight) is listed as that one's symptom. The verdict comes from the checks that ran: a
+// controller whose reconcile counter is there and recent and whose checks found nothing is
+// "healthy", the checks that could not run listed with why (an old controller-runtime's queue
+// series without a controller label, say); "insufficient-data" is left for a counter that stopped
+// or is too new.
 //
 // The JSON form of Report is documented in docs/diagnose.md.
 package diagnose

@@ -50,6 +50,8 @@ type want struct {
 	actors []string
 	// noData are checks that must report no-data.
 	noData []*gen.Alert
+	// gaps are the monitoring gaps that must be listed (role gap) after any failure.
+	gaps []*gen.Alert
 }
 
 func one(v float64) *float64 { return &v }
@@ -142,12 +144,35 @@ func scenarios() []scenario {
 		},
 		{
 			// The workqueue metrics provider race: reconcile metrics but no workqueue_* at all.
+			// Healthy from what it has: the queue checks cannot run, and the gap says why.
 			namespace: "noqueue", job: "fake-noqueue-operator",
 			manager: fakeManager{
 				controllers: []fakeController{{name: "legacy", success: 1, fast: 0.02, noWorkqueue: true}},
 				requests:    map[string]float64{"GET": 1},
 			},
-			want: map[string]want{"legacy": {verdict: diagnose.InsufficientData, first: gen.WorkqueueMetricsMissing,
+			want: map[string]want{"legacy": {verdict: diagnose.Healthy, gaps: []*gen.Alert{gen.WorkqueueMetricsMissing},
+				noData: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ProcessorStuck}}},
+		},
+		{
+			// controller-runtime v0.18: queue series without the controller label. Every other
+			// check runs: healthy, with the queue checks listed as not run.
+			namespace: "cr018", job: "fake-cr018-operator",
+			manager: fakeManager{
+				controllers: []fakeController{{name: "probe", success: 2, fast: 0.02, unlabeledQueue: true, depth: 1, busy: 1, wait: 0.01}},
+				requests:    map[string]float64{"GET": 2, "PATCH": 0.2},
+			},
+			want: map[string]want{"probe": {verdict: diagnose.Healthy, gaps: []*gen.Alert{gen.WorkqueueControllerLabelMissing},
+				noData: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ProcessorStuck}}},
+		},
+		{
+			// The same controller failing: the error checks run on its data and name the cause.
+			namespace: "cr018-errors", job: "fake-cr018-errors-operator",
+			manager: fakeManager{
+				controllers: []fakeController{{name: "probe", success: 1.2, errors: 0.8, fast: 0.02, unlabeledQueue: true}},
+				requests:    map[string]float64{"GET": 2},
+			},
+			want: map[string]want{"probe": {verdict: diagnose.Unhealthy, first: gen.ReconcileErrors,
+				gaps:   []*gen.Alert{gen.WorkqueueControllerLabelMissing},
 				noData: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ProcessorStuck}}},
 		},
 	}
@@ -369,10 +394,20 @@ func checkScenarios(t *testing.T, r diagnose.Report) {
 			if c.Verdict != w.verdict {
 				t.Errorf("%s: verdict %s (%s), want %s", key, c.Verdict, c.Headline, w.verdict)
 			}
+			for _, g := range w.gaps {
+				i := slices.IndexFunc(c.Causes, func(x diagnose.Cause) bool { return x.Alert == g.FullName() })
+				if i < 0 || c.Causes[i].Role != diagnose.RoleGap {
+					t.Errorf("%s: causes %v, want the gap %s", key, alerts(c.Causes), g.FullName())
+				}
+			}
+			failures := slices.DeleteFunc(slices.Clone(c.Causes), func(x diagnose.Cause) bool { return x.Role == diagnose.RoleGap })
 			switch {
 			case w.first == nil:
-				if len(c.Causes) > 0 {
-					t.Errorf("%s: causes %v, want none", key, alerts(c.Causes))
+				if len(failures) > 0 {
+					t.Errorf("%s: causes %v, want no failure", key, alerts(c.Causes))
+				}
+				if len(c.Causes) > len(w.gaps) {
+					t.Errorf("%s: causes %v, want only the gaps %v", key, alerts(c.Causes), w.gaps)
 				}
 			case len(c.Causes) == 0 || c.Causes[0].Alert != w.first.FullName() || c.Causes[0].Role != diagnose.RoleCause:
 				t.Errorf("%s: causes %v, want %s first", key, alerts(c.Causes), w.first.FullName())
@@ -397,6 +432,8 @@ func checkScenarios(t *testing.T, r diagnose.Report) {
 				i := slices.IndexFunc(c.Checks, func(x diagnose.CheckResult) bool { return x.Alert == a.FullName() })
 				if i < 0 || c.Checks[i].Result != diagnose.CheckNoData {
 					t.Errorf("%s: check %s is not no-data: %v", key, a.FullName(), c.Checks)
+				} else if len(w.gaps) > 0 && !strings.Contains(c.Checks[i].Detail, w.gaps[0].FullName()) {
+					t.Errorf("%s: check %s cannot run for %q, want the gap %s named", key, a.FullName(), c.Checks[i].Detail, w.gaps[0].FullName())
 				}
 			}
 			if w.verdict == diagnose.Healthy && len(c.Signals) == 0 {

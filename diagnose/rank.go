@@ -112,7 +112,8 @@ func compareStrength(a, b *finding) int {
 
 // rank orders one controller's findings: the most likely cause first, then the other findings
 // nothing explains (contributing causes), then symptoms, each after the finding that explains
-// it. A finding A explains B when A's check lists B's alert (a stuck worker explains a growing
+// it, then the monitoring gaps (role gap: not failures of the controller, they say which checks
+// could not run). A finding A explains B when A's check lists B's alert (a stuck worker explains a growing
 // queue, N+1 calls explain slow reconciles, a write fight explains a high PATCH rate), A held
 // when B's last stretch began or later (an earlier, unrelated blip explains nothing), and A is
 // not weaker in time than B (a cause fading away does not explain a symptom at its peak).
@@ -129,8 +130,13 @@ func rank(fs []*finding, step time.Duration) []*finding {
 			}
 		}
 	}
-	var out, symptoms []*finding
+	var out, symptoms, gaps []*finding
 	for _, f := range fs {
+		if f.check.gap {
+			f.role, f.explainedBy = RoleGap, nil
+			gaps = append(gaps, f)
+			continue
+		}
 		if f.explainedBy == nil {
 			f.role = RoleContributing
 			if len(out) == 0 {
@@ -155,5 +161,5 @@ func rank(fs []*finding, step time.Duration) []*finding {
 		rb, db := root(b)
 		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(da, db))
 	})
-	return append(out, symptoms...)
+	return append(append(out, symptoms...), gaps...)
 }

@@ -153,7 +153,7 @@ func TestRank(t *testing.T) {
 				gap.op, gap.threshold = "", nil
 				return []*finding{gap, held(t, gen.ReconcileErrors, time.Minute, 0, 0.11, 0.11, 0.1)}
 			},
-			want: []want{{gen.ReconcileErrors, RoleCause, nil}, {gen.WorkqueueMetricsMissing, RoleContributing, nil}},
+			want: []want{{gen.ReconcileErrors, RoleCause, nil}, {gen.WorkqueueMetricsMissing, RoleGap, nil}},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,12 +69,14 @@ type Verdict string
 
 // Verdicts.
 const (
-	// Healthy: every check ran on data and none found a failure.
+	// Healthy: no check that ran on data found a failure, on a reconcile counter that is there
+	// and recent. Checks that could not run (a monitoring gap, series missing) are listed as
+	// no-data with why, and the headline names them.
 	Healthy Verdict = "healthy"
 	// Unhealthy: at least one failure holds or held in the window (see Controller.Causes).
 	Unhealthy Verdict = "unhealthy"
-	// InsufficientData: no failure found, but some checks could not run (metrics missing or
-	// too new): the controller is not known to be healthy.
+	// InsufficientData: no failure found, and the controller's reconcile counter stopped within
+	// the window or has too few samples for a rate: nothing can be judged on it.
 	InsufficientData Verdict = "insufficient-data"
 )
 
@@ -88,7 +90,7 @@ type Controller struct {
 	// Headline is the verdict in one sentence.
 	Headline string `json:"headline"`
 	// Causes are the failures found, the most likely cause first, then contributing causes,
-	// then symptoms explained by one of them.
+	// then symptoms explained by one of them, then the monitoring gaps found (role gap).
 	Causes []Cause `json:"causes"`
 	// Signals are the controller's key numbers at the end of the window, whatever the verdict:
 	// a healthy verdict stands on them.
@@ -108,6 +110,9 @@ const (
 	RoleContributing Role = "contributing"
 	// RoleSymptom is a failure another failure of the list explains (see Cause.ExplainedBy).
 	RoleSymptom Role = "symptom"
+	// RoleGap is a monitoring gap of the controller, not a failure of it: the checks it keeps
+	// from running are listed as no-data, with the gap named (see CheckResult.Detail).
+	RoleGap Role = "gap"
 )
 
 // Status says when a failure held.
@@ -212,7 +217,9 @@ type CheckResult struct {
 	// Alert names the check by the alert it corresponds to.
 	Alert  string      `json:"alert"`
 	Result CheckStatus `json:"result"`
-	// Detail says why a check did not run ("no workqueue_depth series").
+	// Detail says why a check did not run: the monitoring gap that keeps it from running
+	// ("cannot run: its workqueue series carry no controller label (...)"), or the series it
+	// lacks ("no workqueue_depth series ...").
 	Detail string `json:"detail"`
 }
 

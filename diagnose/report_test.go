@@ -185,11 +185,26 @@ func TestReportGolden(t *testing.T) {
 	for _, c := range r.Controllers {
 		verdicts[c.Name] = c.Verdict
 	}
-	want := map[string]Verdict{"backup": Unhealthy, "snapshot": Healthy, "cart": Unhealthy, "legacy": InsufficientData}
+	// legacy's process serves no workqueue series: healthy from what it has, the queue checks
+	// listed as not run, with the gap that keeps them from running.
+	want := map[string]Verdict{"backup": Unhealthy, "snapshot": Healthy, "cart": Unhealthy, "legacy": Healthy}
 	for name, v := range want {
 		if verdicts[name] != v {
 			t.Errorf("controller %s: verdict %s, want %s", name, verdicts[name], v)
 		}
+	}
+	legacy, _ := r.Find("legacy", "legacy-operator", "legacy")
+	for _, a := range []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ProcessorStuck} {
+		i := slices.IndexFunc(legacy.Checks, func(c CheckResult) bool { return c.Alert == a.FullName() })
+		if i < 0 || legacy.Checks[i].Result != CheckNoData || !strings.Contains(legacy.Checks[i].Detail, gen.WorkqueueMetricsMissing.FullName()) {
+			t.Errorf("controller legacy: check %s is %+v, want no-data naming %s", a.FullName(), legacy.Checks, gen.WorkqueueMetricsMissing.FullName())
+		}
+		if !strings.Contains(legacy.Headline, strings.TrimPrefix(a.FullName(), "Loopwatch")) {
+			t.Errorf("controller legacy: headline %q does not name %s, which could not run", legacy.Headline, a.FullName())
+		}
+	}
+	if legacy.FirstCause() != gen.WorkqueueMetricsMissing.FullName() || legacy.Causes[0].Role != RoleGap {
+		t.Errorf("controller legacy: causes %+v, want the gap %s first, role gap", legacy.Causes, gen.WorkqueueMetricsMissing.FullName())
 	}
 	if len(r.Unattributed) != 1 || r.Unattributed[0].Alert != gen.WriteFight.FullName() {
 		t.Errorf("unattributed %v, want the fight between kube-system actors", r.Unattributed)

@@ -26,6 +26,9 @@ type fakeController struct {
 	fast, slow, slowShare float64
 	// noWorkqueue drops every workqueue_* series (the provider race).
 	noWorkqueue bool
+	// unlabeledQueue labels the workqueue_* series with the queue's name only, as
+	// controller-runtime v0.18 and older do: no controller label.
+	unlabeledQueue bool
 	// adds and completions per second (default: the reconcile rate); depth is the ready depth at
 	// start and depthGrowth its growth per second.
 	adds, completions, depth, depthGrowth float64
@@ -171,6 +174,9 @@ func (f fakeManager) metrics(t float64) *exposition {
 			continue
 		}
 		q := with(l, "name", c.name)
+		if c.unlabeledQueue {
+			q = map[string]string{"name": c.name}
+		}
 		adds, completions := c.adds, c.completions
 		if adds == 0 {
 			adds = c.reconciles()

@@ -33,8 +33,11 @@ func (r Report) WriteText(w io.Writer) error {
 		p.f("  %s\n", c.Headline)
 		for i, cause := range c.Causes {
 			role := strings.ToUpper(string(cause.Role))
-			if cause.Role == RoleSymptom {
+			switch cause.Role {
+			case RoleSymptom:
 				role = "SYMPTOM of " + cause.ExplainedBy
+			case RoleGap:
+				role = "MONITORING GAP"
 			}
 			p.cause(i+1, cause, role)
 		}

@@ -40,6 +40,20 @@ var (
 // controller-runtime's backoff, fails a dozen times within its first minute.
 const minFailedKey = "minFailedReconciles"
 
+// FailureCountLag is how late the failed reconciles a burn-rate alert counts (sloFailedRef) can
+// be: the count sums 5-minute error rates, and a failure is counted in full once the 5-minute rate
+// has held it for its whole window. An error storm that starts from nothing reaches the alert's
+// minimum up to that long after it has really failed that many times; a running Prometheus and
+// a new one alike.
+const FailureCountLag = 5 * time.Minute
+
+// CountsFailures reports whether a needs a least number of failed reconciles (minFailedKey) and
+// so fires up to FailureCountLag after an error storm's ratios cross its thresholds.
+func (a *Alert) CountsFailures() bool {
+	_, ok := a.param(minFailedKey)
+	return ok
+}
+
 // burnExpr is the expression of a burn-rate alert: any of its conditions. minFailed, when not
 // empty, is the least number of failed reconciles over a condition's long window.
 func burnExpr(e *exprEnv, conds []burnCondition, minFailed string) string {
@@ -75,12 +89,19 @@ var ErrorBudgetBurnFast = &Alert{
 	Cases:       func(c *caseEnv) []Case { return burnCases(c, pageBurns) },
 }
 
-// ErrorBudgetBurnSlow opens a ticket when the reconcile error budget will not last the month.
+// ErrorBudgetBurnSlow opens a ticket when the reconcile error budget will not last the month. It
+// needs failed reconciles over its long windows as the page does: a new controller's first
+// minutes are the whole of its 1d and 3d windows, and one failure among its first reconciles
+// would make both ratios look like a burn.
 var ErrorBudgetBurnSlow = &Alert{
 	Key: "errorBudgetBurnTicket", Name: "ErrorBudgetBurnSlow",
 	Severity: SeverityWarning, For: 15 * time.Minute,
+	Params: []Param{
+		{Key: minFailedKey, Default: 5, Check: positive,
+			Doc: "Failed reconciles the long window of a condition (1d, 3d) must hold before the error ratio opens a ticket: below it, a new controller's first failures, the whole of both windows, would open one."},
+	},
 	Level:       levelController,
-	Expr:        func(e *exprEnv) string { return burnExpr(e, ticketBurns, "") },
+	Expr:        func(e *exprEnv) string { return burnExpr(e, ticketBurns, e.P(minFailedKey)) },
 	Summary:     "A controller burns its reconcile error budget.",
 	Description: "The reconciles of " + whereController + " fail at {{ $value | humanizePercentage }} over hours: the error budget of the reconcile success objective will not last the month.",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
@@ -143,12 +164,18 @@ func burnAt(tr *sloTrace, conds []burnCondition, budget, minFailed float64, t ti
 // error ratios alone (its conditions, without the failed reconciles, held for its `for:`): where
 // a case checks that the failed reconciles keep it silent.
 func unguarded(c *caseEnv, tr *sloTrace, conds []burnCondition, budget float64, from, until time.Duration) []time.Duration {
+	return firingAt(c, tr, conds, budget, 0, from, until)
+}
+
+// firingAt are the evaluations from `from` to until at which a burn-rate alert with conditions
+// conds and least failed reconciles minFailed fires on trace tr (its condition held for `for:`).
+func firingAt(c *caseEnv, tr *sloTrace, conds []burnCondition, budget, minFailed float64, from, until time.Duration) []time.Duration {
 	eval := c.Interval()
 	var out []time.Duration
 	held := time.Duration(-1)
 	for t := ceilTo(from, eval); t <= until; t += eval {
 		switch {
-		case !burnAt(tr, conds, budget, 0, t).holds:
+		case !burnAt(tr, conds, budget, minFailed, t).holds:
 			held = -1
 		case held < 0:
 			held = t
@@ -158,6 +185,77 @@ func unguarded(c *caseEnv, tr *sloTrace, conds []burnCondition, budget float64, 
 		}
 	}
 	return out
+}
+
+// withoutConflicts returns series without the client's conflict series: the input as rules that
+// count every error would read it.
+func withoutConflicts(series []*Series) []*Series {
+	var out []*Series
+	for _, s := range series {
+		if !isConflictSeries(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// conflictSeries is the conflict answers (PUT 409) of the controller's process, growing by
+// perSecond.
+func conflictSeries(c *caseEnv, perSecond float64) *Series {
+	return Counter("rest_client_requests_total", c.Target("controller").With("host", "10.96.0.1:443", "method", "PUT", "code", "409"), perSecond)
+}
+
+// burnConflictCases are the cases of a burn-rate alert on conflicts: a controller whose failed
+// reconciles are all optimistic-concurrency conflicts, at the incident's share of its reconciles
+// (one a second: fewer conflicts a second than a conflict storm), stays silent where rules that
+// count every error would page; one whose real errors come beside conflicts pages when its real
+// errors alone do (holds: when the incident pages).
+func burnConflictCases(c *caseEnv, conds []burnCondition, budget, minFailed, failing float64, l Labels, holds time.Duration) []Case {
+	eval := c.Interval()
+	conflicting := []*Series{
+		Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(history, failing),
+		Counter("controller_runtime_reconcile_total", l.With("result", "success"), 1).Rate(history, 1-failing),
+		Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
+		conflictSeries(c, 0).Rate(history, failing),
+	}
+	limit := history + 3*24*time.Hour
+	raw := newSLOTrace(withoutConflicts(conflicting), eval, limit)
+	pages := firstHold(c, raw, conds, budget, minFailed, history, limit)
+	if pages < 0 {
+		c.errs = append(c.errs, fmt.Errorf("alert %s: a conflict-only error rate would not page even counted as errors: its case proves nothing", c.a.Key))
+		pages = history
+	}
+	until := pages + c.For() + 10*time.Minute
+	tr := newSLOTrace(conflicting, eval, until)
+	if t := firstHold(c, tr, conds, budget, minFailed, history, until); t >= 0 {
+		c.errs = append(c.errs, fmt.Errorf("alert %s: a conflict-only error rate burns the budget at %s", c.a.Key, fmtDuration(t)))
+	}
+	// Real errors at the incident's share, beside conflicts at up to half that share from the start.
+	share := math.Min(failing/2, (1-failing)/2)
+	mixed := []*Series{
+		Counter("controller_runtime_reconcile_total", l.With("result", "error"), 10*share).Rate(history, 10*(share+failing)),
+		Counter("controller_runtime_reconcile_total", l.With("result", "success"), 10*(1-share)).Rate(history, 10*(1-share-failing)),
+		Counter("controller_runtime_reconcile_total", l.With("result", "requeue"), 0),
+		conflictSeries(c, 10*share),
+	}
+	mtr := newSLOTrace(mixed, eval, history+3*24*time.Hour)
+	fires := firstHold(c, mtr, conds, budget, minFailed, history, history+3*24*time.Hour)
+	if fires != holds {
+		c.errs = append(c.errs, fmt.Errorf("alert %s: real errors beside conflicts burn the budget at %s, the same errors alone at %s", c.a.Key, fmtDuration(fires), fmtDuration(holds)))
+	}
+	return []Case{
+		{
+			Name:   "stays silent when the failed reconciles are optimistic-concurrency conflicts",
+			Series: conflicting,
+			Until:  until,
+			Checks: firingAt(c, raw, conds, budget, minFailed, history, until),
+		},
+		{
+			Name:   "fires when real errors come beside conflicts, as the real errors alone do",
+			Series: mixed,
+			Fires:  &Firing{At: fires, Labels: c.Instance(l), Value: func(t time.Duration) float64 { return burnAt(mtr, conds, budget, minFailed, t).value }},
+		},
+	}
 }
 
 // firstHold is the first evaluation from `from` to limit at which a burn-rate alert's condition
@@ -266,6 +364,7 @@ func burnCases(c *caseEnv, conds []burnCondition) []Case {
 			Until:  until(outage),
 		})
 	}
+	cases = append(cases, burnConflictCases(c, conds, budget, minFailed, failing, l, holds)...)
 	if minFailed > 0 {
 		cases = append(cases, quietControllerCases(c, conds, budget, minFailed, l)...)
 	}
@@ -334,6 +433,13 @@ func quietControllerCases(c *caseEnv, conds []burnCondition, budget, minFailed f
 		checks := unguarded(c, ftr, conds, budget, history, until)
 		if !slices.ContainsFunc(checks, func(t time.Duration) bool { return ftr.failedOverWholeWindow(conds, t) >= minFailed }) {
 			c.errs = append(c.errs, fmt.Errorf("alert %s: the new controller's case would stay silent without counting from its first sample: it proves nothing", c.a.Key))
+		}
+		// Each condition on its own pages on the new controller's ratios: the case is silent
+		// for every pair of windows, not only the first.
+		for _, cond := range conds {
+			if len(unguarded(c, ftr, []burnCondition{cond}, budget, history, until)) == 0 {
+				c.errs = append(c.errs, fmt.Errorf("alert %s: the new controller's ratios over %s and %s never page: its case proves nothing for them", c.a.Key, cond.short, cond.long))
+			}
 		}
 		cases = append(cases, Case{
 			Name:   fmt.Sprintf("stays silent when a new controller that reconciles %s times an hour fails %s times in its first minute", formatG(perHour), formatG(burst)),

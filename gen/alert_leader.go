@@ -107,6 +107,12 @@ var LeaderMissing = &Alert{
 // LeaderMultiple fires when two replicas have claimed one lease at every sample of a window and
 // are both still there. A new leader counts only once its earlier samples (0 as a standby, or
 // none as a new pod) have left the window, by which time the old leader's series is stale.
+//
+// A replica is a pod: one pod scraped twice under one job (a ServiceMonitor and a PodMonitor, or
+// two ports of one pod) gives two series that differ by instance (and by the endpoint or
+// container label prometheus-operator adds), and both say the same leader. The status is taken
+// per pod (the highest of its series) before the leaders are counted; a target without a pod
+// label is a replica of its own, by its instance.
 var LeaderMultiple = &Alert{
 	Key: "leaderMultiple", Name: "LeaderMultiple",
 	Severity: SeverityCritical, For: 2 * time.Minute,
@@ -117,13 +123,14 @@ var LeaderMultiple = &Alert{
 	Level: levelLease,
 	Expr: func(e *exprEnv) string {
 		s := leaderSeries(e)
-		return sumBy(levelLease, lines(
+		led := lines(
 			"min_over_time("+s+"["+e.P("overlap")+"s])",
 			"and",
 			s,
 			"and",
 			s+" offset "+e.P("overlap")+"s",
-		)) + " > 1"
+		)
+		return sumBy(levelLease, maxBy(levelLease.with(replicaLabel), byReplica(led))) + " > 1"
 	},
 	Summary:     "A controller has more than one leader.",
 	Description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object: check that they share one Lease object (the same lease namespace) and that clocks agree.",
@@ -143,6 +150,25 @@ var LeaderMultiple = &Alert{
 				Name:   "stays silent with one leader and a standby",
 				Series: []*Series{Gauge("leader_election_master_status", a, 1), Gauge("leader_election_master_status", b, 0)},
 			},
+			{
+				// A second scrape configuration of the same pod (another port, a PodMonitor
+				// beside a ServiceMonitor) under the same job: two series, one leader.
+				Name: "stays silent when the leader's pod is scraped twice under one job",
+				Series: []*Series{
+					Gauge("leader_election_master_status", a, 1),
+					Gauge("leader_election_master_status", a.With("instance", "10.244.1.17:8080", "endpoint", "metrics-alt"), 1),
+					Gauge("leader_election_master_status", b, 0),
+				},
+			},
+		}
+		// Targets without a pod label (static configurations): each instance is a replica.
+		if noPod, err := satisfy(c.cfg.selectorValue("controller"), a.With("pod", "")); err == nil && noPod["pod"] == "" {
+			other := noPod.With("instance", otherReplica(a)["instance"])
+			cases = append(cases, Case{
+				Name:   "fires when two replicas of targets without a pod label claim the lease",
+				Series: []*Series{Gauge("leader_election_master_status", noPod, 1), Gauge("leader_election_master_status", other, 0).Set(incidentAt, 1)},
+				Fires:  &Firing{At: ceilTo(incidentAt-sampleInterval+window, sampleInterval), Labels: c.Instance(noPod), Value: Constant(2)},
+			})
 		}
 		if window < 2*sampleInterval {
 			// The old leader of a handover is seen for up to one sample: a shorter window cannot
@@ -166,6 +192,15 @@ var LeaderMultiple = &Alert{
 			},
 		}...)
 	},
+}
+
+// replicaLabel is the label byReplica gives each series: the replica (the pod) that reports it.
+const replicaLabel = "replica"
+
+// byReplica labels every series of expr with the replica that reports it (replicaLabel): its pod,
+// or, for a target without a pod label, its instance.
+func byReplica(expr string) string {
+	return `label_replace(label_replace(` + expr + `, "` + replicaLabel + `", "$1", "instance", "(.*)"), "` + replicaLabel + `", "$1", "pod", "(.+)")`
 }
 
 // levelReplicaLease: one replica's view of one lease.

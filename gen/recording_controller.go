@@ -278,10 +278,11 @@ func reconcileRateCase(c *caseEnv, name string, want float64) []ExprCase {
 	}}
 }
 
-// recErrorRatio5m is the share of reconciles that returned an error over 5 minutes.
+// recErrorRatio5m is the share of reconciles that returned an error other than a conflict over 5
+// minutes (recording_conflicts.go).
 var recErrorRatio5m = &Recording{
 	Name:  recErrorRatioName("5m"),
-	Expr:  func(e *exprEnv) string { return errorShare(recReconcileErrors.Name, recReconciles.Name) },
+	Expr:  func(e *exprEnv) string { return errorShare(recReconcileErrorsExceptConflicts.Name, recReconciles.Name) },
 	Share: true,
 	Cases: func(c *caseEnv) []ExprCase { return errorRatioCase(c, 10*time.Minute) },
 }

@@ -2,6 +2,7 @@ package gen
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -58,10 +59,12 @@ import (
 const sloSampleInterval = time.Minute
 
 // recReconcileErrorsSampled and recReconcilesSampled are the 5m error and reconcile rates as the
-// sample group records them, once per sloSampleInterval. promtool evaluates every group at the
-// test's interval, so the tests sample at that interval.
+// sample group records them, once per sloSampleInterval. The error rate is the one without the
+// workload's conflicts (recording_conflicts.go): the SLO counts a reconcile as failed when it
+// returned an error other than an optimistic-concurrency conflict. promtool evaluates every
+// group at the test's interval, so the tests sample at that interval.
 var (
-	recReconcileErrorsSampled = sampledRate(recReconcileErrors, "controller_runtime_reconcile_error", 1.5)
+	recReconcileErrorsSampled = sampledRate(recReconcileErrorsExceptConflicts, "controller_runtime_reconcile_error", 1.5)
 	recReconcilesSampled      = sampledRate(recReconciles, "controller_runtime_reconcile_total", 7.5)
 )
 
@@ -122,33 +125,116 @@ func sloRatioRef(window string) string {
 	return recErrorRatioName(window)
 }
 
-// sloFailedRef is how an alert reads the failed reconciles over window: the sampled (fine window)
-// or coarse (coarse window) error rates summed over the window, times the window's length in
-// seconds, divided by the number of times their group recorded any controller's rate in it
-// (recSampledControllers, recCoarseControllers). That is the mean rate times the window for a
-// controller there throughout, and counts only what a newer one reported: a mean over a new
-// controller's few samples times the whole window would count its first failures many times
-// over (three in its first minute, read five minutes later, are 36 over an hour). Counting the
-// group's evaluations rather than assuming its interval keeps the expression right where
-// promtool evaluates every group at the test's interval. Where no other controller was sampled
-// before it (a first controller, or Prometheus' first hour), the count is the mean times the
-// window as before.
+// sloFailedRef is how an alert reads the failed reconciles over window. Over a fine window: the
+// sampled error rates summed over the window, times the time between two samples of the group that
+// recorded them (sloSpacing of the sample clock). Over a coarse window: the count the coarse or days
+// group recorded (recFailedCoarse, the coarse averages summed the same way), its last value.
+//
+// A sum of rates times their spacing counts what happened in the window, whatever the age of the
+// controller or of Prometheus: three failures in a new controller's first minute are three, not
+// the 36 that their mean rate times an hour would make, and a Prometheus started ten minutes ago
+// (every controller new to it) counts ten minutes.
 func sloFailedRef(window string) string {
-	src, sampled := recReconcileErrorsSampled.Name, recSampledControllers
 	if sloSource(window) == sloCoarse {
-		src, sampled = recReconcileErrorsCoarse.Name, recCoarseControllers
+		return "last_over_time(" + recFailedName(window) + "[" + sloRatioLookback + "])"
 	}
-	return "sum_over_time(" + src + "[" + window + "]) * " + formatG(parseWindow(window).Seconds()) + " / " + evaluationsIn(sampled, window)
+	return "sum_over_time(" + recReconcileErrorsSampled.Name + "[" + window + "]) * on () group_left () " + sloSpacing(recSampleClock, window)
 }
 
-// recSampledControllers and recCoarseControllers count the controllers whose rate the sample
-// group (the coarse group) recorded, at each of its evaluations: one series without labels. Its
-// samples over a window are the samples a controller's sampled (coarse) rates would have there
-// had it been there throughout.
+// recFailedName is the name of the failed reconciles recorded over a coarse window.
+func recFailedName(window string) string {
+	return levelController.record("controller_runtime_reconcile_error", "increase"+window)
+}
+
+// recSampleClock and recCoarseClock record, at each evaluation of the sample group (the coarse
+// group), its time: one series without labels. Over a window they give the time between two of
+// the group's evaluations (sloSpacing), which production's group intervals, a test Prometheus that
+// evaluates every group at one interval, and promtool all set differently.
 var (
-	recSampledControllers = controllersCounted(recReconcilesSampled, "rate5m_sampled"+model.Duration(sloSampleInterval).String())
-	recCoarseControllers  = controllersCounted(recReconcilesCoarse, "rate"+sloCoarseWindow)
+	recSampleClock = groupClock("rate5m_sampled" + model.Duration(sloSampleInterval).String())
+	recCoarseClock = groupClock("rate" + sloCoarseWindow)
 )
+
+func groupClock(operations string) *Recording {
+	return &Recording{
+		Name: level{}.record("controller_runtime_reconcile_total", operations+"_timestamp"),
+		Expr: func(*exprEnv) string { return "vector(time())" },
+		Cases: func(c *caseEnv) []ExprCase {
+			at := sloCoarseInterval + 10*time.Minute
+			return []ExprCase{{
+				Name: "records the time of the evaluation",
+				At:   at,
+				Want: []Sample{{Labels{}, at.Seconds()}},
+			}}
+		},
+	}
+}
+
+// sloSpacing is the mean time between two evaluations of a clock's group over window, as a
+// one-series vector to match with on () group_left (): the span between its first and last
+// evaluation in the window divided by the intervals between them. With one evaluation in the
+// window (a group that has just started) it is nothing, never NaN: a NaN multiplied into a
+// recorded count would be read as one.
+func sloSpacing(clock *Recording, window string) string {
+	c := clock.Name + "[" + window + "]"
+	return "((max_over_time(" + c + ") - min_over_time(" + c + ")) / (count_over_time(" + c + ") - 1 > 0))"
+}
+
+// recFailedCoarse records the failed reconciles over a coarse window, in the group that records
+// the window's ratio, or the coarse group for the fast burn's 6h: the coarse averages summed over
+// the window times the coarse group's spacing. A window of days sums the day sums, as its ratio
+// does.
+func recFailedCoarse(window string) *Recording {
+	return &Recording{
+		Name: recFailedName(window),
+		Expr: func(e *exprEnv) string {
+			sum := "sum_over_time(" + recReconcileErrorsCoarse.Name + "[" + window + "])"
+			if sloFromDaySums(window) {
+				sum = sloDaysSum(recReconcileErrorsDay.Name, recReconcileErrorsPastDays, int(parseWindow(window)/sloDay))
+			}
+			return sum + " * on () group_left () " + sloSpacing(recCoarseClock, window)
+		},
+		Cases: func(c *caseEnv) []ExprCase { return failedCases(c, window) },
+	}
+}
+
+// failedCases check a failed-reconciles recording over a coarse window: a controller that fails
+// three times in its first minute, new beside another that reconciles throughout, counts three,
+// not its mean rate times the window; the other counts what it failed.
+func failedCases(c *caseEnv, window string) []ExprCase {
+	l := c.Controller().With("name", "")
+	other := l.With("controller", "snapshot")
+	appears := sloCoarseInterval + 10*time.Minute
+	fresh := []*Series{
+		Counter("controller_runtime_reconcile_total", l.With("result", "error"), 0).Rate(appears, 3/sampleInterval.Seconds()).Rate(appears+sampleInterval, 0).From(appears),
+		Counter("controller_runtime_reconcile_total", l.With("result", "success"), 1/sampleInterval.Seconds()).From(appears),
+	}
+	others := steadyReconciles(other)
+	at := appears + 50*time.Minute
+	at -= at % c.Interval()
+	tr := newSLOTraceAmong(fresh, others, c.Interval(), at)
+	otr := newSLOTrace(others, c.Interval(), at)
+	want := tr.failed(window, at)
+	// rate() extrapolates the failures' increase over its window, by up to a quarter at a rule
+	// interval that does not divide the scrape interval; a mean times the window would be tens.
+	if math.IsNaN(want) || want < 2 || want > 6 {
+		c.errs = append(c.errs, fmt.Errorf("recording %s: a new controller's 3 failed reconciles count as %g", recFailedName(window), want))
+	}
+	return []ExprCase{{
+		Name:   "counts a new controller's failed reconciles, not its mean rate times the window",
+		At:     at,
+		Series: append(fresh, others...),
+		Want: []Sample{
+			{c.AtLevel(levelController, l), want},
+			{c.AtLevel(levelController, other), otr.failed(window, at)},
+		},
+	}}
+}
+
+// recSampledControllers counts the controllers whose rate the sample group recorded, at each of
+// its evaluations: one series without labels. Its samples over a window are the samples a
+// controller's sampled rates would have there had it been there throughout.
+var recSampledControllers = controllersCounted(recReconcilesSampled, "rate5m_sampled"+model.Duration(sloSampleInterval).String())
 
 func controllersCounted(rate *Recording, operations string) *Recording {
 	return &Recording{
@@ -364,13 +450,22 @@ func sloDaysSum(daySum string, past []*Recording, days int) string {
 
 // sloCoarseRecordings are the coarse group's rules: the averages, the day sums, then the ratios
 // over the windows in sloCoarseGroupWindows.
-var sloCoarseRecordings = append([]*Recording{recReconcileErrorsCoarse, recReconcilesCoarse, recCoarseControllers, recReconcileErrorsDay, recReconcilesDay},
-	sloRatioRecordings(sloCoarseGroupWindows)...)
+var sloCoarseRecordings = append(append([]*Recording{recReconcileErrorsCoarse, recReconcilesCoarse, recCoarseClock, recReconcileErrorsDay, recReconcilesDay},
+	sloRatioRecordings(sloCoarseGroupWindows)...), failedRecordings(sloCoarseGroupWindows, "6h")...)
 
 // sloDaysRecordings are the days group's rules: the past day sums, then the ratios over the
 // windows in sloDaysGroupWindows.
-var sloDaysRecordings = append(append(slices.Clone(recReconcileErrorsPastDays), recReconcilesPastDays...),
-	sloRatioRecordings(sloDaysGroupWindows)...)
+var sloDaysRecordings = append(append(append(slices.Clone(recReconcileErrorsPastDays), recReconcilesPastDays...),
+	sloRatioRecordings(sloDaysGroupWindows)...), failedRecordings(sloDaysGroupWindows)...)
+
+// failedRecordings record the failed reconciles over each of windows.
+func failedRecordings(windows []string, more ...string) []*Recording {
+	var out []*Recording
+	for _, w := range append(slices.Clone(windows), more...) {
+		out = append(out, recFailedCoarse(w))
+	}
+	return out
+}
 
 // sloRatioRecordings record the error ratio over each of windows.
 func sloRatioRecordings(windows []string) []*Recording {

@@ -26,13 +26,14 @@ type sloTrace struct {
 	err5, tot5, err30, tot30 []float64
 	// Prefix sums (over present samples) of the four series, for window sums.
 	sErr5, sTot5, sErr30, sTot30 []float64
-	// sampled and sampledCoarse say whether recSampledControllers and recCoarseControllers are
-	// recorded at each evaluation: whether any controller's rate (or coarse average) is.
-	sampled, sampledCoarse []bool
+	// sampled says whether recSampledControllers is recorded at each evaluation: whether any
+	// controller's rate is.
+	sampled []bool
 }
 
 // newSLOTrace evaluates the chain on series (controller_runtime_reconcile_total of one
-// controller, one series per result and replica) until limit.
+// controller, one series per result and replica, and its workload's rest_client_requests_total,
+// whose conflicts leave errors out) until limit.
 func newSLOTrace(series []*Series, eval, limit time.Duration) *sloTrace {
 	return newSLOTraceAmong(series, nil, eval, limit)
 }
@@ -47,6 +48,9 @@ func newSLOTraceAmong(series, others []*Series, eval, limit time.Duration) *sloT
 		t := time.Duration(k) * eval
 		errRate, totRate := math.NaN(), math.NaN()
 		for _, s := range series {
+			if s.Metric != "controller_runtime_reconcile_total" {
+				continue
+			}
 			r, ok := s.rateAt(t, 5*time.Minute)
 			if !ok {
 				continue
@@ -60,6 +64,7 @@ func newSLOTraceAmong(series, others []*Series, eval, limit time.Duration) *sloT
 			// The error-rate recording has no series, and the ratios divide by nothing.
 			errRate, totRate = math.NaN(), math.NaN()
 		}
+		errRate = exceptConflicts(errRate, series, t)
 		tr.err5 = append(tr.err5, errRate)
 		tr.tot5 = append(tr.tot5, totRate)
 		tr.sampled = append(tr.sampled, !math.IsNaN(totRate) || slices.ContainsFunc(others, func(s *Series) bool {
@@ -70,7 +75,6 @@ func newSLOTraceAmong(series, others []*Series, eval, limit time.Duration) *sloT
 	tr.sErr5, tr.sTot5 = prefixSums(tr.err5), prefixSums(tr.tot5)
 	for k := range n {
 		evaluated := tr.evaluations(tr.sampled, k, sloCoarseInterval)
-		tr.sampledCoarse = append(tr.sampledCoarse, evaluated > 0)
 		tr.err30 = append(tr.err30, tr.windowSum(tr.sErr5, tr.err5, k, sloCoarseInterval)/float64(evaluated))
 		tr.tot30 = append(tr.tot30, tr.windowSum(tr.sTot5, tr.tot5, k, sloCoarseInterval)/float64(evaluated))
 	}
@@ -154,18 +158,24 @@ func (tr *sloTrace) ratio(window string, t time.Duration) float64 {
 	}
 }
 
-// failed is the failed reconciles over window at time t, as sloFailedRef reads them.
+// failed is the failed reconciles over window at time t, as sloFailedRef reads them: the error
+// rates (fine, or coarse averages) summed over the window times the spacing of their group's
+// clock, which promtool records at every evaluation from the first on; nothing (NaN) while the
+// window holds one evaluation.
 func (tr *sloTrace) failed(window string, t time.Duration) float64 {
 	k := int(t / tr.eval)
-	if k < 0 || k >= len(tr.err5) {
+	if k < 1 || k >= len(tr.err5) {
 		return math.NaN()
 	}
-	v, prefix, marks := tr.err5, tr.sErr5, tr.sampled
+	v, prefix := tr.err5, tr.sErr5
 	if sloSource(window) == sloCoarse {
-		v, prefix, marks = tr.err30, tr.sErr30, tr.sampledCoarse
+		v, prefix = tr.err30, tr.sErr30
 	}
 	w := parseWindow(window)
-	return tr.windowSum(prefix, v, k, w) * w.Seconds() / float64(tr.evaluations(marks, k, w))
+	if w <= tr.eval {
+		return math.NaN()
+	}
+	return tr.windowSum(prefix, v, k, w) * tr.eval.Seconds()
 }
 
 // failedOverWholeWindow is the most failed reconciles any condition's long window holds at time

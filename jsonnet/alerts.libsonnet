@@ -80,7 +80,7 @@
             [if "%(reconcileErrorsFor)s" % $._config != '0s' then 'for']: "%(reconcileErrorsFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $value | humanizePercentage }} of the reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} return an error. Read the controller's logs for the error.",
+              description: "{{ $value | humanizePercentage }} of the reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} return an error other than a conflict. Read the controller's logs for the error.",
               runbook_url: "%(runbookBaseURL)sLoopwatchReconcileErrors.md" % $._config,
               summary: "A controller's reconciles fail.",
             },
@@ -262,7 +262,7 @@
         rules: [
           {
             alert: "LoopwatchLeaderMultiple",
-            expr: "sum by (%(clusterLabel)s, namespace, job, name) (min_over_time(leader_election_master_status{%(controllerSelector)s}[%(leaderMultipleOverlap)gs])\nand\nleader_election_master_status{%(controllerSelector)s}\nand\nleader_election_master_status{%(controllerSelector)s} offset %(leaderMultipleOverlap)gs) > 1" % $._config,
+            expr: "sum by (%(clusterLabel)s, namespace, job, name) (max by (%(clusterLabel)s, namespace, job, name, replica) (label_replace(label_replace(min_over_time(leader_election_master_status{%(controllerSelector)s}[%(leaderMultipleOverlap)gs])\nand\nleader_election_master_status{%(controllerSelector)s}\nand\nleader_election_master_status{%(controllerSelector)s} offset %(leaderMultipleOverlap)gs, \"replica\", \"$1\", \"instance\", \"(.*)\"), \"replica\", \"$1\", \"pod\", \"(.+)\"))) > 1" % $._config,
             [if "%(leaderMultipleFor)s" % $._config != '0s' then 'for']: "%(leaderMultipleFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
@@ -296,7 +296,7 @@
         rules: [
           {
             alert: "LoopwatchErrorBudgetBurnFast",
-            expr: "(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m > (14.4 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1h > (14.4 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m[1h]) * 3600 / on () group_left () max(count_over_time(:controller_runtime_reconcile:rate5m_sampled1m_controllers[1h])) >= %(errorBudgetBurnPageMinFailedReconciles)g\n)\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate30m > (6 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h > (6 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[6h]) * 21600 / on () group_left () max(count_over_time(:controller_runtime_reconcile:rate30m_controllers[6h])) >= %(errorBudgetBurnPageMinFailedReconciles)g\n)" % $._config,
+            expr: "(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m > (14.4 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1h > (14.4 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m[1h]) * on () group_left () ((max_over_time(:controller_runtime_reconcile:rate5m_sampled1m_timestamp[1h]) - min_over_time(:controller_runtime_reconcile:rate5m_sampled1m_timestamp[1h])) / (count_over_time(:controller_runtime_reconcile:rate5m_sampled1m_timestamp[1h]) - 1 > 0)) >= %(errorBudgetBurnPageMinFailedReconciles)g\n)\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate30m > (6 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h > (6 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:increase6h[1h]) >= %(errorBudgetBurnPageMinFailedReconciles)g\n)" % $._config,
             [if "%(errorBudgetBurnPageFor)s" % $._config != '0s' then 'for']: "%(errorBudgetBurnPageFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
@@ -307,7 +307,7 @@
           },
           {
             alert: "LoopwatchErrorBudgetBurnSlow",
-            expr: "(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h > (3 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d[1h]) > (3 * (1 - %(errorBudgetBurnObjective)g))\n)\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h > (1 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d[1h]) > (1 * (1 - %(errorBudgetBurnObjective)g))\n)" % $._config,
+            expr: "(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate2h > (3 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d[1h]) > (3 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:increase1d[1h]) >= %(errorBudgetBurnTicketMinFailedReconciles)g\n)\nor\n(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate6h > (1 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d[1h]) > (1 * (1 - %(errorBudgetBurnObjective)g))\n  and\n  last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:increase3d[1h]) >= %(errorBudgetBurnTicketMinFailedReconciles)g\n)" % $._config,
             [if "%(errorBudgetBurnTicketFor)s" % $._config != '0s' then 'for']: "%(errorBudgetBurnTicketFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {

@@ -29,6 +29,7 @@
     errorBudgetBurnPageFor: "2m",
     errorBudgetBurnPageMinFailedReconciles: 5,
     errorBudgetBurnTicketFor: "15m",
+    errorBudgetBurnTicketMinFailedReconciles: 5,
     exporterDashboardUID: "loopwatch-exporter",
     exporterDroppingFor: "10m",
     exporterDroppingThreshold: 0,

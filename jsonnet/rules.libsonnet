@@ -63,12 +63,20 @@
         interval: "%(ruleInterval)s" % $._config,
         rules: [
           {
+            record: "cluster_namespace_job:rest_client_conflicts:rate5m",
+            expr: "sum by (%(clusterLabel)s, namespace, job) (\n  rate(rest_client_requests_total{%(controllerSelector)s, code=\"409\", method!=\"POST\"}[5m]) and rest_client_requests_total{%(controllerSelector)s, code=\"409\", method!=\"POST\"} offset 5m\n  or\n  rest_client_requests_total{%(controllerSelector)s, code=\"409\", method!=\"POST\"} / 300\n)" % $._config,
+          },
+          {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m",
             expr: "sum by (%(clusterLabel)s, namespace, job, controller) (rate(controller_runtime_reconcile_total{%(controllerSelector)s, result=\"error\"}[5m]))" % $._config,
           },
           {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_except_conflicts",
+            expr: "clamp_min(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m\n  - on (%(clusterLabel)s, namespace, job) group_left ()\n  cluster_namespace_job:rest_client_conflicts:rate5m\n, 0)\nor\ncluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m" % $._config,
+          },
+          {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate5m",
-            expr: "clamp_max(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m\n  /\n  cluster_namespace_job_controller:controller_runtime_reconcile:rate5m\n, 1)",
+            expr: "clamp_max(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_except_conflicts\n  /\n  cluster_namespace_job_controller:controller_runtime_reconcile:rate5m\n, 1)",
           },
         ],
       },
@@ -112,7 +120,7 @@
         rules: [
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m",
-            expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m",
+            expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_except_conflicts",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m",
@@ -121,6 +129,10 @@
           {
             record: ":controller_runtime_reconcile:rate5m_sampled1m_controllers",
             expr: "count(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m)",
+          },
+          {
+            record: ":controller_runtime_reconcile:rate5m_sampled1m_timestamp",
+            expr: "vector(time())",
           },
         ],
       },
@@ -137,8 +149,8 @@
             expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m[30m]) / on () group_left () max(count_over_time(:controller_runtime_reconcile:rate5m_sampled1m_controllers[30m]))",
           },
           {
-            record: ":controller_runtime_reconcile:rate30m_controllers",
-            expr: "count(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m)",
+            record: ":controller_runtime_reconcile:rate30m_timestamp",
+            expr: "vector(time())",
           },
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d",
@@ -151,6 +163,14 @@
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d",
             expr: "clamp_max(\n  cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d\n  /\n  cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d\n, 1)",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:increase1d",
+            expr: "cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d * on () group_left () ((max_over_time(:controller_runtime_reconcile:rate30m_timestamp[1d]) - min_over_time(:controller_runtime_reconcile:rate30m_timestamp[1d])) / (count_over_time(:controller_runtime_reconcile:rate30m_timestamp[1d]) - 1 > 0))",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:increase6h",
+            expr: "sum_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m[6h]) * on () group_left () ((max_over_time(:controller_runtime_reconcile:rate30m_timestamp[6h]) - min_over_time(:controller_runtime_reconcile:rate30m_timestamp[6h])) / (count_over_time(:controller_runtime_reconcile:rate30m_timestamp[6h]) - 1 > 0))",
           },
         ],
       },
@@ -177,6 +197,10 @@
           {
             record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d",
             expr: "clamp_max(\n  (\n    last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m])\n    + (cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset1d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m]) * 0)\n    + (cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset2d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m]) * 0)\n  )\n  /\n  (\n    last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d[30m])\n    + (cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset1d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d[30m]) * 0)\n    + (cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset2d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d[30m]) * 0)\n  )\n, 1)",
+          },
+          {
+            record: "cluster_namespace_job_controller:controller_runtime_reconcile_error:increase3d",
+            expr: "(\n    last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m])\n    + (cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset1d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m]) * 0)\n    + (cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset2d or last_over_time(cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d[30m]) * 0)\n  ) * on () group_left () ((max_over_time(:controller_runtime_reconcile:rate30m_timestamp[3d]) - min_over_time(:controller_runtime_reconcile:rate30m_timestamp[3d])) / (count_over_time(:controller_runtime_reconcile:rate30m_timestamp[3d]) - 1 > 0))",
           },
         ],
       },

@@ -338,11 +338,13 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The SLO ratios read the 5m rates as sampled every minute (copied from the 5m rates, which
-	// are computed from the per-pod ones) over up to 2h, and the coarse 30m averages over up to 1d;
-	// the coarse averages and the page's failed reconciles divide by the count of controllers
-	// sampled, read over the window; the 3d ratio adds the day sums of one and two days ago,
-	// which read the day sums over a range; the slow-burn alert reads the 1d and 3d ratios the coarse group records over the last
+	// The SLO ratios read the 5m rates as sampled every minute (copied from the 5m rates less
+	// the workload's conflicts, which are computed from the per-pod ones) over up to 2h, and the
+	// coarse 30m averages over up to 1d; the coarse averages divide by the count of controllers
+	// sampled, read over the window; the failed reconciles multiply by the spacing of the sample
+	// (coarse) group's clock, read over the window; the 3d ratio adds the day sums of one and two
+	// days ago, which read the day sums over a range; the burn alerts read the 1d and 3d ratios
+	// and the 6h, 1d and 3d failed reconciles the coarse and days groups record over the last
 	// hour; LoopwatchLeaderFlapping reads an hour of the sampled leader status, and
 	// LoopwatchControllerMetricsMissing the last 15 minutes of each job's last-seen time: all of them need
 	// history, inputs first.
@@ -352,22 +354,28 @@ func TestRangeReadRecordingsFollowDependencies(t *testing.T) {
 	}
 	want := []string{
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m@1m0s",
+		"cluster_namespace_job:rest_client_conflicts:rate5m@1m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_except_conflicts@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate5m_sampled1m@1m0s",
 		"cluster_namespace_job_pod_controller:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate5m_sampled1m@1m0s",
 		":controller_runtime_reconcile:rate5m_sampled1m_controllers@1m0s",
+		":controller_runtime_reconcile:rate5m_sampled1m_timestamp@1m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m@30m0s",
-		":controller_runtime_reconcile:rate30m_controllers@30m0s",
+		":controller_runtime_reconcile:rate30m_timestamp@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate1d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:increase1d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:increase6h@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset1d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:rate30m_sum1d_offset2d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset1d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile:rate30m_sum1d_offset2d@30m0s",
 		"cluster_namespace_job_controller:controller_runtime_reconcile_error:ratio_rate3d@30m0s",
+		"cluster_namespace_job_controller:controller_runtime_reconcile_error:increase3d@30m0s",
 		"cluster_namespace_job_pod_instance_name:leader_election_master_status:max@1m0s",
 		"cluster_job:controller_runtime_max_concurrent_reconciles:last_seen_timestamp@5m0s",
 	}

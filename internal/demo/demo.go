@@ -62,7 +62,13 @@ func Config() gen.Config {
 }
 
 // budget is how long an incident's alert may take to fire once the incident is injected: its
-// `for` plus a minute.
+// `for` plus a minute, and for an alert that needs a number of failed reconciles, the time the
+// count may lag behind them (gen.FailureCountLag): the scene's Prometheus starts with the
+// incident, and its count starts from nothing.
 func budget(cfg gen.Config, a *gen.Alert) time.Duration {
-	return time.Duration(cfg.Alerts[a.Key].For) + time.Minute
+	d := time.Duration(cfg.Alerts[a.Key].For) + time.Minute
+	if a.CountsFailures() {
+		d += gen.FailureCountLag
+	}
+	return d
 }
