@@ -38,6 +38,7 @@ func TestExporterExposesFightsWritesAndConflicts(t *testing.T) {
 	if _, err := e.IngestList(eventList(t, writes...)); err != nil {
 		t.Fatal(err)
 	}
+	e.Tracker().Flush() // the writes' reorder wait, over
 	want := `
 # HELP loopwatch_audit_conflicts_total Writes other than creates answered 409 (optimistic-concurrency conflicts), by actor, API group and resource.
 # TYPE loopwatch_audit_conflicts_total counter
@@ -161,6 +162,7 @@ func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	if _, err := e.IngestList(eventList(t, ws...)); err != nil {
 		t.Fatal(err)
 	}
+	e.Tracker().Flush()                            // the writes' reorder wait, over
 	e.SourceMetrics().Init(managed.SourceFirehose) // a configured source exposes its series
 	families, err := reg.Gather()
 	if err != nil {
@@ -284,7 +286,7 @@ func TestReadmeStatesTheMemoryBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	for part, bytes := range map[string]int64{
-		"| dedupe |": m.Dedupe, "| tracker |": m.Tracker, "| bodies |": m.Bodies, "| decoders |": m.Decoders,
+		"| dedupe |": m.Dedupe, "| tracker |": m.Tracker, "| reorder |": m.Reorder, "| bodies |": m.Bodies, "| decoders |": m.Decoders,
 		"| series |": m.Series, "| connections |": m.Connections, "| **total** |": m.Total(),
 	} {
 		want := fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20))

@@ -43,5 +43,7 @@ func (e *Exporter) IngestLines(r io.Reader, maxLineBytes int) error {
 	if len(events) > 0 {
 		e.observe(events)
 	}
+	// The end of the log: no later batch can come, so the writes still waiting are taken now.
+	e.tracker.Flush()
 	return err
 }

@@ -154,7 +154,7 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSer
 	}
 	for _, c := range []prometheus.Collector{
 		m.writes, m.conflicts, m.handoffs, m.reads, m.initialLists, m.requests, m.scrapesRefused, m.events, m.dropped, m.batches, m.decode,
-		m.request, m.requestBytes, m.lastBatch, &trackerCollector{tracker: tracker},
+		m.request, m.requestBytes, m.lastBatch, &trackerCollector{tracker: tracker}, &orderCollector{tracker: tracker},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -249,8 +249,8 @@ func (m *Metrics) readCounter(vec *prometheus.CounterVec, cache map[readKey]prom
 }
 
 // Handoff implements track.Sink.
-func (m *Metrics) Handoff(o *track.Observation, _, fromLabel string) {
-	k := handoffKey{fromLabel, o.ActorLabel, o.Group, o.Resource}
+func (m *Metrics) Handoff(h *track.Handoff) {
+	k := handoffKey{h.FromLabel, h.ToLabel, h.Group, h.Resource}
 	c, ok := m.handoffCache[k]
 	if !ok {
 		if len(m.handoffCache) >= m.maxSeries {

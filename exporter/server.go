@@ -282,6 +282,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
+	releaseCtx, stopRelease := context.WithCancel(ctx)
+	defer stopRelease()
+	go s.exporter.releaseEvery(releaseCtx, ReleaseInterval)
 	s.ready.Store(true)
 	s.log.Info("Serving audit webhook", "addr", l.Addr().String(), "tls", !s.cfg.InsecureHTTP, "metricsOpen", s.cfg.MetricsOpen)
 	select {

@@ -218,6 +218,9 @@ func Analyze(r io.Reader, opts Options) (*Report, error) {
 			rep.Forms[managed.Form(f).String()] += n
 		}
 	}
+	// The end of the log: the writes still waiting for later ones (ReorderWait, by the latest
+	// event time) are taken now.
+	tr.Flush()
 	rep.Fights, rep.HotObjects, rep.Races = tr.Fights(), tr.HotObjects(), tr.Races()
 	rep.finish(opts.TopWriters, conflicts)
 	return rep, nil
@@ -329,5 +332,5 @@ func (s *reportSink) Read(o *track.Observation) {
 	}
 }
 
-func (s *reportSink) Handoff(*track.Observation, string, string) {}
-func (s *reportSink) Demoted(string)                             {}
+func (s *reportSink) Handoff(*track.Handoff) {}
+func (s *reportSink) Demoted(string)         {}

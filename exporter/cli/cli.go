@@ -40,6 +40,8 @@ func trackerFlags(fs *pflag.FlagSet) *track.Config {
 	fs.DurationVar(&c.ObjectTTL, "object-ttl", d.ObjectTTL, "how long an object nobody writes keeps its state")
 	fs.IntVar(&c.MaxOffenders, "max-offenders", d.MaxOffenders, "entries per top-offender table (fights, hot objects, races)")
 	fs.DurationVar(&c.OffenderTTL, "offender-ttl", d.OffenderTTL, "how long an offender stays exposed after its last write")
+	fs.DurationVar(&c.ReorderWait, "reorder-wait", d.ReorderWait, "how long writes wait before fights, hot objects and races take them in the order they happened: at least the API server's --audit-webhook-batch-max-wait plus one --audit-webhook-initial-backoff (+20%); later writes are counted late; negative: arrival order")
+	fs.Int64Var(&c.MaxReorderBytes, "max-reorder-bytes", d.MaxReorderBytes, "bytes of writes waiting for their turn (beyond, the oldest is taken early and counted)")
 	return c
 }
 
@@ -151,7 +153,7 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 			// grow to twice what is live.
 			runtimedebug.SetMemoryLimit(bound.Total())
 		}
-		log.Info("Memory bound", "dedupe", bound.Dedupe, "tracker", bound.Tracker, "bodies", bound.Bodies,
+		log.Info("Memory bound", "dedupe", bound.Dedupe, "tracker", bound.Tracker, "reorder", bound.Reorder, "bodies", bound.Bodies,
 			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "sources", bound.Sources, "total", bound.Total())
 		e, err := exporter.New(*ecfg)
 		if err != nil {
