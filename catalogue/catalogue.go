@@ -61,7 +61,7 @@ type Metric struct {
 }
 
 // all is every declaration; All sorts a copy.
-var all = slices.Concat(exporterMetrics, orderMetrics, managedMetrics, instrumentMetrics, controllerRuntimeMetrics, kubeAPIServerMetrics, prometheusMetrics)
+var all = slices.Concat(exporterMetrics, orderMetrics, replicaMetrics, managedMetrics, instrumentMetrics, controllerRuntimeMetrics, kubeAPIServerMetrics, prometheusMetrics)
 
 // All returns every declared metric family, ordered by name. The slices are copies: callers may
 // keep and change them.

@@ -151,6 +151,16 @@ loopwatch_audit_events_total{outcome="unattributable"} 0
 
 func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	e, reg := newTestExporter(t)
+	// A replica (leading, here) registers the replicas' metrics too.
+	pki := newTestPKI(t)
+	peers, err := LoadPeers(pki.certFile, pki.keyFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EnableReplication(ReplicationConfig{Identity: ReplicaIdentity("r", "0", "127.0.0.1:1"), Peers: peers}); err != nil {
+		t.Fatal(err)
+	}
+	e.Lead()
 	var ws []auditWrite
 	ws = append(ws, fightWrites()...)
 	for i := range 25 {

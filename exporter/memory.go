@@ -22,11 +22,12 @@ type Memory struct {
 	Series      int64 // the per-actor families' series
 	Connections int64 // goroutines and TLS, HTTP/1 and HTTP/2 buffers of the open connections
 	Sources     int64 // the managed-cluster sources' decoders, one per processing slot (when served)
+	Replication int64 // a leader's queues to its standbys, a standby's frame buffer (with --leader-elect)
 }
 
 // Total is the sum of the parts.
 func (m Memory) Total() int64 {
-	return m.Dedupe + m.Tracker + m.Reorder + m.Bodies + m.Decoders + m.Series + m.Connections + m.Sources
+	return m.Dedupe + m.Tracker + m.Reorder + m.Bodies + m.Decoders + m.Series + m.Connections + m.Sources + m.Replication
 }
 
 // connectionBytes is what one open connection may hold: its goroutine and TLS record buffers,
@@ -68,6 +69,11 @@ func MemoryBound(ec Config, sc ServerConfig) (Memory, error) {
 		Series:      perActorFamilies * int64(ec.MaxSeries+25) * seriesBytes(ec.MaxValueBytes),
 		Connections: int64(sc.MaxConnections) * connectionBytes(),
 	}
+	if ec.Replicas {
+		// A leader queues frames for up to DefaultMaxStandbys standbys; a standby reads one frame
+		// at a time (a batch and its increments), through a 64 KiB buffer.
+		m.Replication = DefaultMaxStandbys*DefaultMaxStandbyQueueBytes + sc.MaxBodyBytes + int64(frameOverhead(ec.MaxBatchEvents)) + 64<<10
+	}
 	if sc.Firehose != nil || sc.PubSub != nil {
 		m.Sources = int64(sc.MaxInFlight) * managed.MemoryBound(managed.Limits{MaxValueBytes: ec.MaxValueBytes}, sc.MaxBodyBytes)
 	}
@@ -84,7 +90,7 @@ func (m Memory) WriteTo(w io.Writer) (int64, error) {
 		n    int64
 	}{
 		{"dedupe", m.Dedupe}, {"tracker", m.Tracker}, {"reorder", m.Reorder}, {"bodies", m.Bodies}, {"decoders", m.Decoders},
-		{"series", m.Series}, {"connections", m.Connections}, {"sources", m.Sources}, {"total", m.Total()},
+		{"series", m.Series}, {"connections", m.Connections}, {"sources", m.Sources}, {"replication", m.Replication}, {"total", m.Total()},
 	} {
 		fmt.Fprintf(tw, "%s\t%s MiB\t\n", row.what, mib(row.n))
 	}

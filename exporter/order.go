@@ -46,8 +46,15 @@ func (c *orderCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(outOfOrderDesc, prometheus.CounterValue, float64(s.Overflow), ReasonOverflow)
 }
 
-// Release takes the writes whose reorder wait is over through the detections.
-func (e *Exporter) Release() { e.tracker.Release() }
+// Release takes the writes whose reorder wait is over through the detections. A leader replica
+// streams the step; a standby takes writes when its leader's stream says.
+func (e *Exporter) Release() {
+	if e.repl != nil {
+		e.releaseStep()
+		return
+	}
+	e.tracker.Release()
+}
 
 // releaseEvery calls Release every interval until ctx is done, so that the last writes before a
 // quiet spell are not left waiting for the next batch.

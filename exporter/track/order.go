@@ -1,6 +1,9 @@
 package track
 
-import "unsafe"
+import (
+	"slices"
+	"unsafe"
+)
 
 // Event-time order. Each API server sends its own batches, up to its --audit-webhook-batch-max-wait
 // apart, and retries a refused one 10 s or more later: taken in arrival order, the writes of two
@@ -283,4 +286,35 @@ func (b *reorderBuffer) down(i int) {
 		b.runs[i], b.runs[m] = b.runs[m], b.runs[i]
 		i = m
 	}
+}
+
+// WaitingWrite is a write in the reorder buffer as a replica that takes over from another needs
+// it: everything the detections read, without the hashes (each tracker has its own seeds).
+type WaitingWrite struct {
+	// At is the event time in microseconds since the epoch.
+	At           int64
+	Code         int32
+	Impersonated bool
+	// Actor is the writer, ActorLabel, Group and Resource the label values it was counted under.
+	Actor, ActorLabel, Group, Resource string
+	Pod, Manager, Agent, Webhook       string
+	Object                             ObjectRef
+}
+
+// waitingOrder is the order of the waiting writes: by time, then arrival.
+func waitingOrder(b *reorderBuffer) []int32 {
+	var slots []int32
+	for _, r := range b.runs {
+		slots = append(slots, r.idx[r.head:]...)
+	}
+	slices.SortFunc(slots, func(x, y int32) int {
+		if b.before(x, y) {
+			return -1
+		}
+		if b.before(y, x) {
+			return 1
+		}
+		return 0
+	})
+	return slots
 }

@@ -108,8 +108,11 @@ type Tracker struct {
 	newest         int64
 	arrived        int64
 	late, overflow uint64
-	pending        pendingWrite
-	handoff        Handoff
+	// following says another tracker decides when writes are taken (ReleaseThrough): a standby
+	// replica takes them when its leader did.
+	following bool
+	pending   pendingWrite
+	handoff   Handoff
 
 	// obs is the observation handed to the sink; hashes holds, for each event of the batch being
 	// observed, its actor's and object's hashes, or zero when the event does not count, and keys
@@ -359,6 +362,15 @@ func (t *Tracker) objectHash(ev *decode.Event) uint64 {
 	return keyhash.String(h, ev.Subresource)
 }
 
+// objectRefHash is objectHash of the object o names.
+func (t *Tracker) objectRefHash(o *ObjectRef) uint64 {
+	h := keyhash.String(t.objectSeed, o.Name)
+	h = keyhash.String(h, o.Namespace)
+	h = keyhash.String(h, o.Resource)
+	h = keyhash.String(h, o.Group)
+	return keyhash.String(h, o.Subresource)
+}
+
 func objectRef(ev *decode.Event) ObjectRef {
 	return ObjectRef{Group: ev.APIGroup, Resource: ev.Resource, Namespace: ev.Namespace, Name: ev.Name, Subresource: ev.Subresource}
 }
@@ -459,7 +471,7 @@ func (t *Tracker) takeOldest(clock time.Time) {
 // not left waiting; and an API server whose clock is ahead cannot release the others' writes
 // early.
 func (t *Tracker) releaseDue(clock time.Time) {
-	if t.order == nil {
+	if t.order == nil || t.following {
 		return
 	}
 	now := clock.UnixMicro()
@@ -500,6 +512,85 @@ func (t *Tracker) Flush() {
 	defer t.mu.Unlock()
 	if t.order != nil {
 		t.releaseThrough(math.MaxInt64, t.cfg.Now())
+	}
+}
+
+// Follow makes the tracker take waiting writes only when ReleaseThrough says so (following) or
+// on its own again: a standby replica takes writes exactly when the leader it follows did, so that
+// both count every write, and only once, whichever of them counts it.
+func (t *Tracker) Follow(following bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.following = following
+}
+
+// Released is the event time (microseconds since the epoch) through which writes have been taken.
+func (t *Tracker) Released() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.released
+}
+
+// ReleaseThrough takes every waiting write at or before watermark (microseconds since the
+// epoch), as the leader did.
+func (t *Tracker) ReleaseThrough(watermark int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.order != nil {
+		t.releaseThrough(watermark, t.cfg.Now())
+	}
+}
+
+// Waiting returns the writes waiting in the reorder buffer, oldest first, and the event time
+// through which writes have been taken: what a standby joining this tracker's replica starts
+// from.
+func (t *Tracker) Waiting() ([]WaitingWrite, int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.order == nil {
+		return nil, t.released
+	}
+	slots := waitingOrder(t.order)
+	out := make([]WaitingWrite, 0, len(slots))
+	for _, s := range slots {
+		pw := &t.order.arena[s]
+		out = append(out, WaitingWrite{
+			At: pw.at, Code: pw.code, Impersonated: pw.impersonated, Actor: pw.actor, ActorLabel: pw.actorLabel,
+			Group: pw.group, Resource: pw.resource, Pod: pw.pod, Manager: pw.manager, Agent: pw.agent,
+			Webhook: pw.webhook, Object: pw.obj,
+		})
+	}
+	return out, t.released
+}
+
+// Restore replaces the reorder buffer with ws (oldest first) and sets the event time through
+// which writes have been taken: a standby joining a leader starts from the leader's.
+func (t *Tracker) Restore(ws []WaitingWrite, released int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.released = released
+	if t.order == nil {
+		return
+	}
+	t.order = newReorderBuffer(t.cfg.MaxReorderBytes)
+	for i := range ws {
+		w := &ws[i]
+		pw := &t.pending
+		*pw = pendingWrite{
+			at: w.At, code: w.Code, impersonated: w.Impersonated, actor: w.Actor, actorLabel: w.ActorLabel,
+			group: w.Group, resource: w.Resource, pod: w.Pod, manager: w.Manager, agent: w.Agent, webhook: w.Webhook,
+			obj: w.Object,
+		}
+		pw.h = eventHashes{actor: t.actorHash(w.Actor), object: t.objectRefHash(&w.Object)}
+		if pw.at > t.newest {
+			t.newest = pw.at
+		}
+		if !t.order.fits(pw) {
+			t.overflow++
+			t.observeWrite(pw, t.cfg.Now())
+			continue
+		}
+		t.order.push(pw)
 	}
 }
 
@@ -777,6 +868,9 @@ func (t *Tracker) Races() []Race {
 	}
 	return out
 }
+
+// Config is the tracker's configuration, defaults filled.
+func (t *Tracker) Config() Config { return t.cfg }
 
 // Stats returns the tracker's self-metrics.
 func (t *Tracker) Stats() Stats {
