@@ -70,9 +70,11 @@ func MemoryBound(ec Config, sc ServerConfig) (Memory, error) {
 		Connections: int64(sc.MaxConnections) * connectionBytes(),
 	}
 	if ec.Replicas {
-		// A leader queues frames for up to DefaultMaxStandbys standbys; a standby reads one frame
-		// at a time (a batch and its increments), through a 64 KiB buffer.
-		m.Replication = DefaultMaxStandbys*DefaultMaxStandbyQueueBytes + sc.MaxBodyBytes + int64(frameOverhead(ec.MaxBatchEvents)) + 64<<10
+		// A leader's standbys share the frames queued for them: at most a queue's bound and one
+		// frame (a batch and its increments) beyond it, the largest standby's. A standby reads one
+		// frame at a time, through a 64 KiB buffer.
+		frame := sc.MaxBodyBytes + int64(frameOverhead(ec.MaxBatchEvents))
+		m.Replication = DefaultMaxStandbyQueueBytes + frame + frame + 64<<10
 	}
 	if sc.Firehose != nil || sc.PubSub != nil {
 		m.Sources = int64(sc.MaxInFlight) * managed.MemoryBound(managed.Limits{MaxValueBytes: ec.MaxValueBytes}, sc.MaxBodyBytes)

@@ -1,6 +1,7 @@
 package exporter
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,8 +63,9 @@ const (
 	// DefaultMaxStandbyQueueBytes bounds the frames queued for one standby: about 25 batches of
 	// 400 Metadata events.
 	DefaultMaxStandbyQueueBytes = 8 << 20
-	// DefaultMaxStandbys bounds the standbys a leader streams to.
-	DefaultMaxStandbys = 4
+	// DefaultMaxStandbys bounds the standbys a leader streams to: two replicas and a third during
+	// a rollout, or three and a fourth.
+	DefaultMaxStandbys = 3
 )
 
 // ReplicationConfig configures a replica.
@@ -231,11 +233,13 @@ func (e *Exporter) Leader() string {
 
 // ---- the leader ----
 
-// standbyConn is a standby's stream, on the leader.
+// standbyConn is a standby's stream, on the leader. Its queue holds frames shared with the other
+// standbys' queues (a step is copied once, whatever the number of standbys).
 type standbyConn struct {
 	name    string
 	mu      sync.Mutex
-	queue   []byte
+	queue   [][]byte
+	queued  int64
 	wake    chan struct{}
 	acked   atomic.Uint64
 	ackMu   sync.Mutex
@@ -251,14 +255,16 @@ func newStandbyConn(name string) *standbyConn {
 	return &standbyConn{name: name, wake: make(chan struct{}, 1), ackWake: make(chan struct{}), done: make(chan struct{})}
 }
 
-// send queues frames; false when the queue would exceed max (the standby is too far behind).
+// send queues frames; false when the queue would exceed max (the standby is too far behind). A
+// frame larger than max goes through an empty queue: the largest batch always passes.
 func (c *standbyConn) send(b []byte, max int64) bool {
 	c.mu.Lock()
-	if int64(len(c.queue)+len(b)) > max {
+	if c.queued > 0 && c.queued+int64(len(b)) > max {
 		c.mu.Unlock()
 		return false
 	}
-	c.queue = append(c.queue, b...)
+	c.queue = append(c.queue, b)
+	c.queued += int64(len(b))
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -311,8 +317,9 @@ func (e *Exporter) broadcastLocked() []*standbyConn {
 		return nil
 	}
 	out := make([]*standbyConn, 0, len(r.standbys))
+	frames := bytes.Clone(r.fw.buf)
 	for _, c := range r.standbys {
-		if !c.send(r.fw.buf, r.cfg.MaxStandbyQueueBytes) {
+		if !c.send(frames, r.cfg.MaxStandbyQueueBytes) {
 			c.close(DropQueueFull)
 			continue
 		}
@@ -378,11 +385,17 @@ func (e *Exporter) releaseStep() {
 	e.awaitStandbys(seq, standbys)
 }
 
-// Gather gathers g for a scrape. On a leader with replicas it is a scrape marker: no batch is
-// counted while g is gathered, the standbys are told that every increment so far has been
-// served, and the families are returned once they acknowledged (a standby that takes over then
-// adopts only the increments after them). A replica stepping down serves no counters: the one
-// taking over adopts them.
+// PrometheusScrapeHeader is the header Prometheus (and the agents built on its scrape code) sends
+// with every scrape: a leader's scrape marker is a scrape that carries it, so that another reader
+// of /metrics (curl, a test) does not make the standbys forget increments Prometheus has not
+// seen.
+const PrometheusScrapeHeader = "X-Prometheus-Scrape-Timeout-Seconds"
+
+// Gather gathers g for a Prometheus scrape. On a leader with replicas it is a scrape marker: no
+// batch is counted while g is gathered, the standbys are told that every increment so far has
+// been served, and the families are returned once they acknowledged (a standby that takes over
+// then adopts only the increments after them). A replica stepping down serves no counters: the
+// one taking over adopts them.
 func (e *Exporter) Gather(g prometheus.Gatherer) ([]*dto.MetricFamily, error) {
 	switch e.Role() {
 	case RoleSingle, RoleStandby:
@@ -442,7 +455,7 @@ func (e *Exporter) ServeStandby(w http.ResponseWriter, r *http.Request) {
 	rp.seq++
 	c.joinSeq = rp.seq
 	fw.seq(frameJoined, rp.seq)
-	c.queue = append(c.queue, fw.buf...)
+	c.queue = append(c.queue, bytes.Clone(fw.buf))
 	fw.reset()
 	rp.standbys = append(rp.standbys, c)
 	unscraped := len(e.metrics.shared.touched)
@@ -452,6 +465,10 @@ func (e *Exporter) ServeStandby(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.WriteHeader(http.StatusOK)
 	_ = rc.Flush()
+	select { // the join is queued: write it now, not with the next step
+	case c.wake <- struct{}{}:
+	default:
+	}
 	go func() {
 		fr := newFrameReader(r.Body, 64)
 		for {
@@ -486,7 +503,7 @@ func (e *Exporter) ServeStandby(w http.ResponseWriter, r *http.Request) {
 		rp.metrics.dropped.WithLabelValues(c.reason).Inc()
 		e.log.Info("Standby left", "standby", name, "reason", c.reason)
 	}()
-	var out []byte
+	var out [][]byte
 	for {
 		select {
 		case <-c.wake:
@@ -497,11 +514,17 @@ func (e *Exporter) ServeStandby(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		c.mu.Lock()
+		clear(out)
 		out, c.queue = c.queue, out[:0]
 		c.mu.Unlock()
-		if _, err := w.Write(out); err != nil {
-			c.close(DropClosed)
-			return
+		for _, f := range out {
+			if _, err := w.Write(f); err != nil {
+				c.close(DropClosed)
+				return
+			}
+			c.mu.Lock()
+			c.queued -= int64(len(f))
+			c.mu.Unlock()
 		}
 		if err := rc.Flush(); err != nil {
 			c.close(DropClosed)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +40,7 @@ func startReplica(t *testing.T, pki *testPKI, name string) *testReplica {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	e, err := New(Config{Registerer: reg, Tracker: track.Config{ReorderWait: 2 * time.Second, FightHandoffs: 4}, Logger: slog.New(slog.DiscardHandler)})
+	e, err := New(Config{Registerer: reg, Tracker: track.Config{ReorderWait: 2 * time.Second, FightHandoffs: 4}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func startReplica(t *testing.T, pki *testPKI, name string) *testReplica {
 	}
 	r.srv, err = NewServer(ServerConfig{
 		Addr: l.Addr().String(), TLSCertFile: pki.certFile, TLSKeyFile: pki.keyFile, ClientCAFile: pki.caFile,
-		Gatherer: reg, MetricsOpen: true, Logger: slog.New(slog.DiscardHandler),
+		Gatherer: reg, MetricsOpen: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}, e)
 	if err != nil {
 		t.Fatal(err)
@@ -99,10 +100,16 @@ func (r *testReplica) post(t *testing.T, pki *testPKI, body []byte, want int) {
 	}
 }
 
-// scrape GETs /metrics as Prometheus would, and returns the exposition.
+// scrape GETs /metrics as Prometheus would (with its scrape header: a marker on a leader), and
+// returns the exposition.
 func (r *testReplica) scrape(t *testing.T, pki *testPKI) string {
 	t.Helper()
-	resp, err := (&testServer{pki: pki}).client(nil).Get(r.url + "/metrics")
+	req, err := http.NewRequest(http.MethodGet, r.url+"/metrics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set(PrometheusScrapeHeader, "10")
+	resp, err := (&testServer{pki: pki}).client(nil).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +161,8 @@ func fightBatches(t *testing.T, first, n, per int) [][]byte {
 }
 
 // TestStandbyTakesOverAKilledLeaderWithoutLossOrDoubles: a standby in step with its leader holds
-// what the leader counted since Prometheus last scraped it; when the leader is killed, the
+// what the leader counted since Prometheus last scraped it (another reader of /metrics does not
+// count as a scrape); when the leader is killed, the
 // standby takes over and counts those events, so the leader's last scrape and the standby's
 // counters add up to every event exactly once, a batch the API server retries after the kill is
 // not counted again, and the fight the leader was following goes on with every handoff.
@@ -171,6 +179,12 @@ func TestStandbyTakesOverAKilledLeaderWithoutLossOrDoubles(t *testing.T) {
 	scraped := sampleOf(t, a.scrape(t, pki), `loopwatch_audit_events_total{outcome="counted"}`)
 	a.post(t, pki, batches[1], http.StatusOK)
 	b.post(t, pki, batches[2], http.StatusOK) // the standby forwards it to the leader
+	// Another reader of /metrics (not Prometheus: no scrape header) is no marker.
+	resp, err := (&testServer{pki: pki}).client(nil).Get(a.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 	if got := a.counted(); got != 15 || scraped != 5 {
 		t.Fatalf("leader counted %v (scraped at %v), want 15 (5)", got, scraped)
 	}
@@ -263,5 +277,30 @@ func TestStandbyAnswersNoLeader503(t *testing.T) {
 	b.post(t, pki, fightBatches(t, 0, 1, 2)[0], http.StatusServiceUnavailable)
 	if n := testutil.ToFloat64(b.e.repl.metrics.forwarded.WithLabelValues(ForwardNoLeader)); n != 1 {
 		t.Fatalf("no_leader %v, want 1", n)
+	}
+}
+
+// TestAPromotedStandbyTakesStandbys: the replica that took over leads like any other: a standby
+// joins it (with its waiting writes and unscraped increments) and follows it in step.
+func TestAPromotedStandbyTakesStandbys(t *testing.T) {
+	pki := newTestPKI(t)
+	a, b := startReplica(t, pki, "a"), startReplica(t, pki, "b")
+	a.e.Follow(a.identity)
+	a.e.Lead()
+	b.e.Follow(a.identity)
+	waitFor(t, 10*time.Second, "b to join a", b.e.Ready)
+	batches := fightBatches(t, 0, 4, 5)
+	a.post(t, pki, batches[0], http.StatusOK)
+	a.post(t, pki, batches[1], http.StatusOK)
+	a.crash()
+	waitFor(t, 10*time.Second, "b to see the stream end", func() bool { return !b.e.Ready() })
+	b.e.Lead()
+	c := startReplica(t, pki, "c")
+	c.e.Follow(b.identity)
+	waitFor(t, 10*time.Second, "c to join b", c.e.Ready)
+	b.post(t, pki, batches[2], http.StatusOK)
+	c.post(t, pki, batches[3], http.StatusOK)
+	if got := b.counted(); got != 20 {
+		t.Fatalf("b counts %v, want 20 (10 adopted, 10 its own)", got)
 	}
 }

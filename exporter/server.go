@@ -241,9 +241,11 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc(PubSubPath, s.servePubSub)
 	}
 	if s.cfg.Gatherer != nil {
-		// A leader replica's scrape is a marker for its standbys (Exporter.Gather).
-		g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) { return s.exporter.Gather(s.cfg.Gatherer) })
-		metrics := promhttp.HandlerFor(g, promhttp.HandlerOpts{})
+		// A leader replica's Prometheus scrape is a marker for its standbys (Exporter.Gather).
+		marker := promhttp.HandlerFor(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+			return s.exporter.Gather(s.cfg.Gatherer)
+		}), promhttp.HandlerOpts{})
+		plain := promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})
 		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 			if !s.cfg.MetricsOpen {
 				if status, reason := s.authenticate(r, s.webhook, s.scrape); status != 0 {
@@ -258,7 +260,11 @@ func (s *Server) Handler() http.Handler {
 				http.Error(w, "stepping down", http.StatusServiceUnavailable)
 				return
 			}
-			metrics.ServeHTTP(w, r)
+			if r.Header.Get(PrometheusScrapeHeader) != "" {
+				marker.ServeHTTP(w, r)
+				return
+			}
+			plain.ServeHTTP(w, r)
 		})
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
