@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +39,7 @@ func startReplica(t *testing.T, pki *testPKI, name string) *testReplica {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	e, err := New(Config{Registerer: reg, Tracker: track.Config{ReorderWait: 2 * time.Second, FightHandoffs: 4}, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	e, err := New(Config{Registerer: reg, Tracker: track.Config{ReorderWait: 2 * time.Second, FightHandoffs: 4}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +54,7 @@ func startReplica(t *testing.T, pki *testPKI, name string) *testReplica {
 	}
 	r.srv, err = NewServer(ServerConfig{
 		Addr: l.Addr().String(), TLSCertFile: pki.certFile, TLSKeyFile: pki.keyFile, ClientCAFile: pki.caFile,
-		Gatherer: reg, MetricsOpen: true, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Gatherer: reg, MetricsOpen: true, Logger: slog.New(slog.DiscardHandler),
 	}, e)
 	if err != nil {
 		t.Fatal(err)
