@@ -63,7 +63,7 @@ type Metric struct {
 }
 
 // all is every declaration; All sorts a copy.
-var all = slices.Concat(exporterMetrics, managedMetrics, instrumentMetrics, controllerRuntimeMetrics, kubeAPIServerMetrics, kubeStateMetrics, prometheusMetrics)
+var all = slices.Concat(exporterMetrics, orderMetrics, replicaMetrics, managedMetrics, instrumentMetrics, controllerRuntimeMetrics, kubeAPIServerMetrics, kubeStateMetrics, prometheusMetrics)
 
 // All returns every declared metric family, ordered by name. The slices are copies: callers may
 // keep and change them.

@@ -350,6 +350,7 @@ func TestAttackFieldManagerThatIsNotUTF8(t *testing.T) {
 	if err := postExpect(s.client(&s.pki.client), s.url+WebhookPath, eventList(t, writes...), http.StatusOK); err != nil {
 		t.Fatal(err)
 	}
+	s.exporter.Tracker().Flush() // the writes' reorder wait, over
 	resp, err := s.client(&s.pki.client).Get(s.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,9 @@ type Config struct {
 	// MaxSeries bounds the series of each per-actor family (DefaultMaxSeries when 0): beyond it a
 	// new label combination is counted under actor and resource "other".
 	MaxSeries int
+	// Replicas says the exporter will run as a replica (EnableReplication): its memory bound
+	// then counts the replication streams.
+	Replicas bool
 	// Registerer receives the metrics (required).
 	Registerer prometheus.Registerer
 	// Logger defaults to slog.Default().
@@ -52,6 +55,13 @@ type Config struct {
 
 // Exporter is the decode → dedupe → track → metrics pipeline. It is safe for concurrent use.
 type Exporter struct {
+	// mu is the pipeline: batches are taken one at a time, and a replica's scrape marker, a
+	// standby's join and a takeover fall between two of them (replicate.go).
+	mu         sync.Mutex
+	repl       *replication
+	reg        prometheus.Registerer
+	trackerCfg track.Config
+
 	tracker  *track.Tracker
 	metrics  *Metrics
 	dedupe   *dedupe.Window
@@ -77,7 +87,7 @@ func New(cfg Config) (*Exporter, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg = cfg.withDefaults()
-	e := &Exporter{dedupe: dedupe.New(cfg.DedupeSize), now: cfg.Now, log: cfg.Logger}
+	e := &Exporter{dedupe: dedupe.New(cfg.DedupeSize), now: cfg.Now, log: cfg.Logger, reg: cfg.Registerer}
 	e.limits = decode.Limits{MaxValueBytes: cfg.MaxValueBytes, MaxEvents: cfg.MaxBatchEvents, RequireItems: true}
 	e.decoders.New = func() any { return decode.NewLimitedDecoder(0, e.limits) }
 	m, err := NewMetrics(cfg.Registerer, func() *track.Tracker { return e.tracker }, cfg.MaxSeries)
@@ -93,6 +103,7 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("tracker config: %w", err)
 	}
 	e.tracker = t
+	e.trackerCfg = t.Config()
 	return e, nil
 }
 
@@ -127,6 +138,11 @@ func (e *Exporter) Metrics() *Metrics { return e.metrics }
 // whole (nothing is counted), so the API server's retry cannot count anything twice; so is a
 // body without an items array (decode.ErrNotEventList) and one holding more events than the
 // per-batch limit (decode.ErrTooManyEvents).
+//
+// On a leader replica the batch is streamed to the standbys, and IngestList returns once they
+// applied it (or were dropped for not doing so in time): the API server is answered only when
+// a standby could take over without losing it. A replica that does not lead returns
+// errNotLeader.
 func (e *Exporter) IngestList(body []byte) (counted int, err error) {
 	start := time.Now()
 	d := e.decoders.Get().(*decode.Decoder)
@@ -135,24 +151,46 @@ func (e *Exporter) IngestList(body []byte) (counted int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	counted = e.observe(events)
+	if e.repl == nil {
+		e.mu.Lock()
+		counted = e.observe(events)
+		e.mu.Unlock()
+		e.metrics.decode.Observe(time.Since(start).Seconds())
+		return counted, nil
+	}
+	e.mu.Lock()
+	if e.Role() != RoleLeader {
+		e.mu.Unlock()
+		return 0, errNotLeader
+	}
+	v := &e.repl.verdicts
+	v.lead(e.dedupe, len(events))
+	r := e.tracker.ObserveBatch(events, v)
+	e.metrics.countBatch(r)
+	e.metrics.lastBatch.Set(float64(e.now().UnixNano()) / 1e9)
+	seq, standbys := e.stepLocked(body, v.bits)
+	e.mu.Unlock()
 	e.metrics.decode.Observe(time.Since(start).Seconds())
-	return counted, nil
+	e.awaitStandbys(seq, standbys)
+	return r.Counted, nil
 }
 
 // ObserveEvents dedupes and tracks events decoded by a managed-cluster source (package managed)
-// and counts them, exactly as a webhook batch's.
-func (e *Exporter) ObserveEvents(events []decode.Event) { e.observe(events) }
+// and counts them, exactly as a webhook batch's. (Replicas take webhook batches only.)
+func (e *Exporter) ObserveEvents(events []decode.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.observe(events)
+}
 
 // SourceMetrics are the counters of the managed-cluster sources.
 func (e *Exporter) SourceMetrics() *managed.Metrics { return e.sources }
 
-// observe dedupes and tracks decoded events and counts them by outcome. The deduplicator is
-// called under the tracker's lock, which so guards it too.
+// observe dedupes and tracks decoded events and counts them by outcome (e.mu held). The
+// deduplicator is called under the tracker's lock, which so guards it too.
 func (e *Exporter) observe(events []decode.Event) int {
 	r := e.tracker.ObserveBatch(events, e.dedupe)
-	e.metrics.countEvents(r)
-	e.metrics.batches.Inc()
+	e.metrics.countBatch(r)
 	e.metrics.lastBatch.Set(float64(e.now().UnixNano()) / 1e9)
 	return r.Counted
 }

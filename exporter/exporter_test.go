@@ -38,6 +38,7 @@ func TestExporterExposesFightsWritesAndConflicts(t *testing.T) {
 	if _, err := e.IngestList(eventList(t, writes...)); err != nil {
 		t.Fatal(err)
 	}
+	e.Tracker().Flush() // the writes' reorder wait, over
 	want := `
 # HELP loopwatch_audit_conflicts_total Writes other than creates answered 409 (optimistic-concurrency conflicts), by actor, API group and resource.
 # TYPE loopwatch_audit_conflicts_total counter
@@ -150,6 +151,16 @@ loopwatch_audit_events_total{outcome="unattributable"} 0
 
 func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	e, reg := newTestExporter(t)
+	// A replica (leading, here) registers the replicas' metrics too.
+	pki := newTestPKI(t)
+	peers, err := LoadPeers(pki.certFile, pki.keyFile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.EnableReplication(ReplicationConfig{Identity: ReplicaIdentity("r", "0", "127.0.0.1:1"), Peers: peers}); err != nil {
+		t.Fatal(err)
+	}
+	e.Lead()
 	var ws []auditWrite
 	ws = append(ws, fightWrites()...)
 	for i := range 25 {
@@ -161,6 +172,7 @@ func TestCatalogueMatchesRegisteredMetrics(t *testing.T) {
 	if _, err := e.IngestList(eventList(t, ws...)); err != nil {
 		t.Fatal(err)
 	}
+	e.Tracker().Flush()                            // the writes' reorder wait, over
 	e.SourceMetrics().Init(managed.SourceFirehose) // a configured source exposes its series
 	families, err := reg.Gather()
 	if err != nil {
@@ -246,7 +258,7 @@ func TestDocsStateTheMemoryBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	for part, bytes := range map[string]int64{
-		"| dedupe |": m.Dedupe, "| tracker |": m.Tracker, "| bodies |": m.Bodies, "| decoders |": m.Decoders,
+		"| dedupe |": m.Dedupe, "| tracker |": m.Tracker, "| reorder |": m.Reorder, "| bodies |": m.Bodies, "| decoders |": m.Decoders,
 		"| series |": m.Series, "| connections |": m.Connections, "| **total** |": m.Total(),
 	} {
 		want := fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20))
@@ -294,6 +306,7 @@ func TestExporterTiesOffendersToTheirWorkloads(t *testing.T) {
 	if _, err := e.IngestList(eventList(t, writes...)); err != nil {
 		t.Fatal(err)
 	}
+	e.Tracker().Flush() // the writes' reorder wait, over
 	want := fmt.Sprintf(`
 # HELP loopwatch_audit_fight_handoffs %s
 # TYPE loopwatch_audit_fight_handoffs gauge

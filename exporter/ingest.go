@@ -36,12 +36,14 @@ func (e *Exporter) IngestLines(r io.Reader, maxLineBytes int) error {
 			return
 		}
 		if len(events) == ingestBatch {
-			e.observe(events)
+			e.ObserveEvents(events)
 			events = events[:0]
 		}
 	}, func(int) { e.metrics.dropped.WithLabelValues(ReasonLineTooLong).Inc() })
 	if len(events) > 0 {
-		e.observe(events)
+		e.ObserveEvents(events)
 	}
+	// The end of the log: no later batch can come, so the writes still waiting are taken now.
+	e.tracker.Flush()
 	return err
 }

@@ -31,8 +31,12 @@ import (
 
 const itNamespace = "loopwatch-it"
 
+// itTrackerConfig is the detection configuration of the tests on a real API server, which sends
+// its batches at most a second apart and retries a refused one after 1 s (stack's audit flags):
+// writes wait 3 s for their turn, not the 20 s the deploy files' 5 s batches and 10 s back-off
+// need.
 func itTrackerConfig() track.Config {
-	return track.Config{FightHandoffs: 4, FightWindow: time.Minute, HotWrites: 20, HotWindow: time.Minute, RaceWindow: time.Minute}
+	return track.Config{FightHandoffs: 4, FightWindow: time.Minute, HotWrites: 20, HotWindow: time.Minute, RaceWindow: time.Minute, ReorderWait: 3 * time.Second}
 }
 
 // TestIntegrationKubeAPIServerAuditWebhook runs a real kube-apiserver whose audit webhook posts

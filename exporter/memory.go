@@ -15,17 +15,19 @@ import (
 // The README's "Bounds" section explains each term.
 type Memory struct {
 	Dedupe      int64 // two generations of DedupeSize keys
-	Tracker     int64 // object table, actor candidates and labels, names, offenders
+	Tracker     int64 // object table and handoff times, actor candidates and labels, names, offenders
+	Reorder     int64 // writes waiting for their turn in event-time order
 	Bodies      int64 // bodies being received or processed, and the pooled buffers they return to
 	Decoders    int64 // one decoder per processing slot (file ingest's is gone before serving starts)
 	Series      int64 // the per-actor families' series
 	Connections int64 // goroutines and TLS, HTTP/1 and HTTP/2 buffers of the open connections
 	Sources     int64 // the managed-cluster sources' decoders, one per processing slot (when served)
+	Replication int64 // a leader's queues to its standbys, a standby's frame buffer (with --leader-elect)
 }
 
 // Total is the sum of the parts.
 func (m Memory) Total() int64 {
-	return m.Dedupe + m.Tracker + m.Bodies + m.Decoders + m.Series + m.Connections + m.Sources
+	return m.Dedupe + m.Tracker + m.Reorder + m.Bodies + m.Decoders + m.Series + m.Connections + m.Sources + m.Replication
 }
 
 // connectionBytes is what one open connection may hold: its goroutine and TLS record buffers,
@@ -53,14 +55,26 @@ func MemoryBound(ec Config, sc ServerConfig) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
+	reorder, err := ec.Tracker.ReorderMemoryBound()
+	if err != nil {
+		return Memory{}, err
+	}
 	limits := decode.Limits{MaxValueBytes: ec.MaxValueBytes, MaxEvents: ec.MaxBatchEvents}
 	m := Memory{
 		Dedupe:      dedupe.Bytes(ec.DedupeSize),
-		Tracker:     tracker,
+		Tracker:     tracker - reorder,
+		Reorder:     reorder,
 		Bodies:      2 * sc.MaxBufferedBytes,
 		Decoders:    int64(sc.MaxInFlight) * decode.MemoryBound(0, limits, sc.MaxBodyBytes),
 		Series:      perActorFamilies * int64(ec.MaxSeries+25) * seriesBytes(ec.MaxValueBytes),
 		Connections: int64(sc.MaxConnections) * connectionBytes(),
+	}
+	if ec.Replicas {
+		// A leader's standbys share the frames queued for them: at most a queue's bound and one
+		// frame (a batch and its increments) beyond it, the largest standby's. A standby reads one
+		// frame at a time, through a 64 KiB buffer.
+		frame := sc.MaxBodyBytes + int64(frameOverhead(ec.MaxBatchEvents))
+		m.Replication = DefaultMaxStandbyQueueBytes + frame + frame + 64<<10
 	}
 	if sc.Firehose != nil || sc.PubSub != nil {
 		m.Sources = int64(sc.MaxInFlight) * managed.MemoryBound(managed.Limits{MaxValueBytes: ec.MaxValueBytes}, sc.MaxBodyBytes)
@@ -77,8 +91,8 @@ func (m Memory) WriteTo(w io.Writer) (int64, error) {
 		what string
 		n    int64
 	}{
-		{"dedupe", m.Dedupe}, {"tracker", m.Tracker}, {"bodies", m.Bodies}, {"decoders", m.Decoders},
-		{"series", m.Series}, {"connections", m.Connections}, {"sources", m.Sources}, {"total", m.Total()},
+		{"dedupe", m.Dedupe}, {"tracker", m.Tracker}, {"reorder", m.Reorder}, {"bodies", m.Bodies}, {"decoders", m.Decoders},
+		{"series", m.Series}, {"connections", m.Connections}, {"sources", m.Sources}, {"replication", m.Replication}, {"total", m.Total()},
 	} {
 		fmt.Fprintf(tw, "%s\t%s MiB\t\n", row.what, mib(row.n))
 	}

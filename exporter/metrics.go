@@ -87,15 +87,22 @@ type Metrics struct {
 	lastBatch                          prometheus.Gauge
 	// eventOutcomes are the events counters by outcome: counted, ignored_stage, unattributable,
 	// duplicate.
-	eventOutcomes [4]prometheus.Counter
+	eventOutcomes [4]*shared
+	batchCount    *shared
 
-	writeCache    map[writeKey]prometheus.Counter
+	// shared numbers the counters the replicas share (counts.go). standby says this replica
+	// follows a leader: the tracker's observations count nothing, the leader's increments come
+	// through the replication stream instead.
+	shared  *sharedCounters
+	standby bool
+
+	writeCache    map[writeKey]*shared
 	lastWrite     writeKey
-	lastWriteC    prometheus.Counter
-	conflictCache map[conflictKey]prometheus.Counter
-	handoffCache  map[handoffKey]prometheus.Counter
-	readCache     map[readKey]prometheus.Counter
-	initialCache  map[readKey]prometheus.Counter
+	lastWriteC    *shared
+	conflictCache map[conflictKey]*shared
+	handoffCache  map[handoffKey]*shared
+	readCache     map[readKey]*shared
+	initialCache  map[readKey]*shared
 }
 
 type writeKey struct{ actor, verb, group, resource, class string }
@@ -129,11 +136,12 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSer
 		request:        histogram(catalogue.AuditRequestSeconds),
 		requestBytes:   histogram(catalogue.AuditRequestBytes),
 		lastBatch:      gauge(catalogue.AuditLastBatchTimestampSeconds),
-		writeCache:     map[writeKey]prometheus.Counter{},
-		conflictCache:  map[conflictKey]prometheus.Counter{},
-		handoffCache:   map[handoffKey]prometheus.Counter{},
-		readCache:      map[readKey]prometheus.Counter{},
-		initialCache:   map[readKey]prometheus.Counter{},
+		shared:         newSharedCounters(),
+		writeCache:     map[writeKey]*shared{},
+		conflictCache:  map[conflictKey]*shared{},
+		handoffCache:   map[handoffKey]*shared{},
+		readCache:      map[readKey]*shared{},
+		initialCache:   map[readKey]*shared{},
 		initialLists:   counterVec(catalogue.AuditInitialListsTotal),
 	}
 	for _, r := range []string{ReasonOK} {
@@ -145,16 +153,16 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSer
 	for _, r := range []string{ReasonUnauthenticated, ReasonForbidden} {
 		m.scrapesRefused.WithLabelValues(r)
 	}
-	m.eventOutcomes = [4]prometheus.Counter{
-		m.events.WithLabelValues(EventCounted), m.events.WithLabelValues(EventIgnoredStage),
-		m.events.WithLabelValues(EventUnattributable), m.events.WithLabelValues(EventDuplicate),
+	for i, outcome := range []string{EventCounted, EventIgnoredStage, EventUnattributable, EventDuplicate} {
+		m.eventOutcomes[i] = m.shared.create(famEvents, m.events.WithLabelValues(outcome), []string{outcome})
 	}
+	m.batchCount = m.shared.create(famBatches, m.batches, nil)
 	for _, r := range []string{ReasonMalformed, ReasonLineTooLong, ReasonNotAuditEvent} {
 		m.dropped.WithLabelValues(r)
 	}
 	for _, c := range []prometheus.Collector{
 		m.writes, m.conflicts, m.handoffs, m.reads, m.initialLists, m.requests, m.scrapesRefused, m.events, m.dropped, m.batches, m.decode,
-		m.request, m.requestBytes, m.lastBatch, &trackerCollector{tracker: tracker},
+		m.request, m.requestBytes, m.lastBatch, &trackerCollector{tracker: tracker}, &orderCollector{tracker: tracker},
 	} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -163,13 +171,17 @@ func NewMetrics(reg prometheus.Registerer, tracker func() *track.Tracker, maxSer
 	return m, nil
 }
 
-// countEvents counts a batch's events by outcome.
-func (m *Metrics) countEvents(r track.BatchResult) {
+// countBatch counts a batch and its events by outcome.
+func (m *Metrics) countBatch(r track.BatchResult) {
+	if m.standby {
+		return
+	}
 	for i, n := range [...]int{r.Counted, r.IgnoredStage, r.Unattributable, r.Skipped} {
 		if n > 0 {
-			m.eventOutcomes[i].Add(float64(n))
+			m.shared.add(m.eventOutcomes[i], uint64(n))
 		}
 	}
+	m.shared.inc(m.batchCount)
 }
 
 // codeClass maps a response code to its class label.
@@ -189,51 +201,77 @@ func codeClass(code int32) string {
 
 // Write implements track.Sink.
 func (m *Metrics) Write(o *track.Observation) {
+	if m.standby {
+		return
+	}
 	k := writeKey{o.ActorLabel, o.Event.Verb, o.Group, o.Resource, codeClass(o.Event.Code)}
 	c := m.lastWriteC
 	if c == nil || k != m.lastWrite {
-		var ok bool
-		if c, ok = m.writeCache[k]; !ok {
-			if len(m.writeCache) >= m.maxSeries {
-				k.actor, k.group, k.resource = track.OtherLabel, track.OtherLabel, track.OtherLabel
-			}
-			if c, ok = m.writeCache[k]; !ok {
-				c = m.writes.WithLabelValues(k.actor, k.verb, k.group, k.resource, k.class)
-				m.writeCache[k] = c
-			}
-		}
+		c = m.writeCounter(k)
 		m.lastWrite, m.lastWriteC = writeKey{o.ActorLabel, o.Event.Verb, o.Group, o.Resource, k.class}, c
 	}
-	c.Inc()
+	m.shared.inc(c)
 	if !o.Event.IsConflict() {
 		return
 	}
-	ck := conflictKey{o.ActorLabel, o.Group, o.Resource}
-	c, ok := m.conflictCache[ck]
-	if !ok {
-		if len(m.conflictCache) >= m.maxSeries {
-			ck = conflictKey{track.OtherLabel, track.OtherLabel, track.OtherLabel}
-		}
-		if c, ok = m.conflictCache[ck]; !ok {
-			c = m.conflicts.WithLabelValues(ck.actor, ck.group, ck.resource)
-			m.conflictCache[ck] = c
-		}
+	m.shared.inc(m.conflictCounter(conflictKey{o.ActorLabel, o.Group, o.Resource}))
+}
+
+// writeCounter returns the series of k, created when new: under actor, group and resource
+// "other" once the family holds maxSeries.
+func (m *Metrics) writeCounter(k writeKey) *shared {
+	c, ok := m.writeCache[k]
+	if ok {
+		return c
 	}
-	c.Inc()
+	if len(m.writeCache) >= m.maxSeries {
+		k.actor, k.group, k.resource = track.OtherLabel, track.OtherLabel, track.OtherLabel
+	}
+	if c, ok = m.writeCache[k]; !ok {
+		labels := []string{k.actor, k.verb, k.group, k.resource, k.class}
+		c = m.shared.create(famWrites, m.writes.WithLabelValues(labels...), labels)
+		m.writeCache[k] = c
+	}
+	return c
+}
+
+// conflictCounter is writeCounter's for conflicts.
+func (m *Metrics) conflictCounter(k conflictKey) *shared {
+	c, ok := m.conflictCache[k]
+	if ok {
+		return c
+	}
+	if len(m.conflictCache) >= m.maxSeries {
+		k = conflictKey{track.OtherLabel, track.OtherLabel, track.OtherLabel}
+	}
+	if c, ok = m.conflictCache[k]; !ok {
+		labels := []string{k.actor, k.group, k.resource}
+		c = m.shared.create(famConflicts, m.conflicts.WithLabelValues(labels...), labels)
+		m.conflictCache[k] = c
+	}
+	return c
 }
 
 // Read implements track.Sink: every list and watch counts as a read, and those that load the
 // collection from scratch as an initial list too.
 func (m *Metrics) Read(o *track.Observation) {
+	if m.standby {
+		return
+	}
 	k := readKey{o.ActorLabel, o.Event.Verb, o.Group, o.Resource}
-	m.readCounter(m.reads, m.readCache, k).Inc()
+	m.shared.inc(m.readCounter(famReads, k))
 	if o.Event.IsInitialList() {
-		m.readCounter(m.initialLists, m.initialCache, k).Inc()
+		m.shared.inc(m.readCounter(famInitialLists, k))
 	}
 }
 
-// readCounter returns the counter of k in a read family, bounded like the others.
-func (m *Metrics) readCounter(vec *prometheus.CounterVec, cache map[readKey]prometheus.Counter, k readKey) prometheus.Counter {
+// readCounter returns the series of k in a read family (famReads or famInitialLists), bounded
+// like the others.
+func (m *Metrics) readCounter(fam family, k readKey) *shared {
+	vec, cache := m.reads, m.readCache
+	if fam == famInitialLists {
+		vec, cache = m.initialLists, m.initialCache
+	}
 	c, ok := cache[k]
 	if ok {
 		return c
@@ -242,31 +280,50 @@ func (m *Metrics) readCounter(vec *prometheus.CounterVec, cache map[readKey]prom
 		k.actor, k.group, k.resource = track.OtherLabel, track.OtherLabel, track.OtherLabel
 	}
 	if c, ok = cache[k]; !ok {
-		c = vec.WithLabelValues(k.actor, k.verb, k.group, k.resource)
+		labels := []string{k.actor, k.verb, k.group, k.resource}
+		c = m.shared.create(fam, vec.WithLabelValues(labels...), labels)
 		cache[k] = c
 	}
 	return c
 }
 
 // Handoff implements track.Sink.
-func (m *Metrics) Handoff(o *track.Observation, _, fromLabel string) {
-	k := handoffKey{fromLabel, o.ActorLabel, o.Group, o.Resource}
-	c, ok := m.handoffCache[k]
-	if !ok {
-		if len(m.handoffCache) >= m.maxSeries {
-			k = handoffKey{track.OtherLabel, track.OtherLabel, track.OtherLabel, track.OtherLabel}
-		}
-		if c, ok = m.handoffCache[k]; !ok {
-			c = m.handoffs.WithLabelValues(k.from, k.to, k.group, k.resource)
-			m.handoffCache[k] = c
-		}
+func (m *Metrics) Handoff(h *track.Handoff) {
+	if m.standby {
+		return
 	}
-	c.Inc()
+	m.shared.inc(m.handoffCounter(handoffKey{h.FromLabel, h.ToLabel, h.Group, h.Resource}))
+}
+
+// handoffCounter is writeCounter's for handoffs.
+func (m *Metrics) handoffCounter(k handoffKey) *shared {
+	c, ok := m.handoffCache[k]
+	if ok {
+		return c
+	}
+	if len(m.handoffCache) >= m.maxSeries {
+		k = handoffKey{track.OtherLabel, track.OtherLabel, track.OtherLabel, track.OtherLabel}
+	}
+	if c, ok = m.handoffCache[k]; !ok {
+		labels := []string{k.from, k.to, k.group, k.resource}
+		c = m.shared.create(famHandoffs, m.handoffs.WithLabelValues(labels...), labels)
+		m.handoffCache[k] = c
+	}
+	return c
 }
 
 // Demoted implements track.Sink: the series of an actor that lost its label are deleted, so the
-// number of series stays bounded by top-K.
+// number of series stays bounded by top-K. A standby deletes the series the leader deletes, when
+// the stream says so, not its own tracker's.
 func (m *Metrics) Demoted(label string) {
+	if m.standby {
+		return
+	}
+	m.deleteActor(label)
+}
+
+// deleteActor deletes the series of the actor label value.
+func (m *Metrics) deleteActor(label string) {
 	m.writes.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
 	m.lastWriteC = nil
 	m.conflicts.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
@@ -274,26 +331,30 @@ func (m *Metrics) Demoted(label string) {
 	m.initialLists.DeletePartialMatch(prometheus.Labels{catalogue.LabelActor: label})
 	m.handoffs.DeletePartialMatch(prometheus.Labels{"from_actor": label})
 	m.handoffs.DeletePartialMatch(prometheus.Labels{"to_actor": label})
-	for k := range m.writeCache {
+	for k, c := range m.writeCache {
 		if k.actor == label {
 			delete(m.writeCache, k)
+			m.shared.drop(c)
 		}
 	}
-	for k := range m.conflictCache {
+	for k, c := range m.conflictCache {
 		if k.actor == label {
 			delete(m.conflictCache, k)
+			m.shared.drop(c)
 		}
 	}
-	for _, cache := range []map[readKey]prometheus.Counter{m.readCache, m.initialCache} {
-		for k := range cache {
+	for _, cache := range []map[readKey]*shared{m.readCache, m.initialCache} {
+		for k, c := range cache {
 			if k.actor == label {
 				delete(cache, k)
+				m.shared.drop(c)
 			}
 		}
 	}
-	for k := range m.handoffCache {
+	for k, c := range m.handoffCache {
 		if k.from == label || k.to == label {
 			delete(m.handoffCache, k)
+			m.shared.drop(c)
 		}
 	}
 }

@@ -297,6 +297,7 @@ func TestManagedSourcesOnTLS(t *testing.T) {
 	trackerFindings := func(e *Exporter) findings {
 		var f findings
 		tr := e.Tracker()
+		tr.Flush() // the end of the stream: the writes still waiting for later ones are taken
 		for _, x := range tr.Fights() {
 			f.Fights = append(f.Fights, fmt.Sprintf("%s %s<->%s handoffs=%d", x.Object, x.ActorA, x.ActorB, x.Handoffs))
 		}
@@ -504,6 +505,7 @@ func TestEventHubSourceOnKafka(t *testing.T) {
 	}
 	var got findings
 	tr := e.Tracker()
+	tr.Flush() // the end of the stream: the writes still waiting for later ones are taken
 	for _, x := range tr.Fights() {
 		got.Fights = append(got.Fights, fmt.Sprintf("%s %s<->%s handoffs=%d", x.Object, x.ActorA, x.ActorB, x.Handoffs))
 	}

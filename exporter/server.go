@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
 )
@@ -109,6 +110,10 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds graceful shutdown (DefaultShutdownTimeout when 0). Bodies still
 	// arriving when shutdown begins are answered 503 at once.
 	ShutdownTimeout time.Duration
+	// SteppedDown, when set, is called on shutdown once a replica has stepped down (its standbys
+	// hold everything it counted), before the server closes: where the lease is released, so that
+	// a standby takes over only after it has it all.
+	SteppedDown func()
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
 }
@@ -158,9 +163,12 @@ type Server struct {
 	receiver *receiver
 	sources  *sources
 	ready    atomic.Bool
+	peers    *Peers
 	log      *slog.Logger
 	// handled, when set (by benchmarks), receives each body-reading request's handling time.
 	handled func(time.Duration)
+	// httpServer is the serving http.Server, for tests that kill it without a shutdown.
+	httpServer atomic.Pointer[http.Server]
 }
 
 // NewServer validates cfg and loads the credentials files.
@@ -194,6 +202,15 @@ func NewServer(cfg ServerConfig, e *Exporter) (*Server, error) {
 	if cfg.Gatherer != nil && !cfg.MetricsOpen && cfg.ClientCAFile == "" && cfg.TokenFile == "" && cfg.MetricsClientCAFile == "" && cfg.MetricsTokenFile == "" {
 		errs = append(errs, errors.New("server: /metrics needs credentials (a webhook or metrics client CA or token file) unless it is served open"))
 	}
+	if e != nil && e.repl != nil {
+		if cfg.InsecureHTTP {
+			errs = append(errs, errors.New("server: replicas need TLS (they recognise each other by the serving certificate)"))
+		}
+		if cfg.DisableWebhook || cfg.Firehose != nil || cfg.PubSub != nil {
+			errs = append(errs, errors.New("server: replicas take the audit webhook only (no file ingest or managed-cluster source)"))
+		}
+		s.peers = e.repl.cfg.Peers
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -208,6 +225,15 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc(WebhookPath, s.serveWebhook)
 		mux.HandleFunc("/{$}", s.serveWebhook)
 	}
+	if s.peers != nil {
+		mux.HandleFunc("POST "+ReplicatePath, func(w http.ResponseWriter, r *http.Request) {
+			if !s.peers.isPeer(r) {
+				unauthorized(w, http.StatusForbidden)
+				return
+			}
+			s.exporter.ServeStandby(w, r)
+		})
+	}
 	if s.cfg.Firehose != nil {
 		mux.HandleFunc(FirehosePath, s.serveFirehose)
 	}
@@ -215,7 +241,11 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc(PubSubPath, s.servePubSub)
 	}
 	if s.cfg.Gatherer != nil {
-		metrics := promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})
+		// A leader replica's Prometheus scrape is a marker for its standbys (Exporter.Gather).
+		marker := promhttp.HandlerFor(prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+			return s.exporter.Gather(s.cfg.Gatherer)
+		}), promhttp.HandlerOpts{})
+		plain := promhttp.HandlerFor(s.cfg.Gatherer, promhttp.HandlerOpts{})
 		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 			if !s.cfg.MetricsOpen {
 				if status, reason := s.authenticate(r, s.webhook, s.scrape); status != 0 {
@@ -224,12 +254,22 @@ func (s *Server) Handler() http.Handler {
 					return
 				}
 			}
-			metrics.ServeHTTP(w, r)
+			if s.exporter.Role() == RoleStopping {
+				// Stepping down: the replica taking over adopts what this one has not been
+				// scraped for, so it must not be scraped again.
+				http.Error(w, "stepping down", http.StatusServiceUnavailable)
+				return
+			}
+			if r.Header.Get(PrometheusScrapeHeader) != "" {
+				marker.ServeHTTP(w, r)
+				return
+			}
+			plain.ServeHTTP(w, r)
 		})
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.ready.Load() {
+		if !s.ready.Load() || !s.exporter.Ready() {
 			http.Error(w, "not ready", http.StatusServiceUnavailable)
 			return
 		}
@@ -273,15 +313,19 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 			return fmt.Errorf("load serving certificate: %w", err)
 		}
 		tlsCfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"h2", "http/1.1"}}
-		if s.webhook.clientCA != nil || s.scrape.clientCA != nil {
+		if s.webhook.clientCA != nil || s.scrape.clientCA != nil || s.peers != nil {
 			// Verified in the handler, not the handshake, so that a bad certificate is answered
 			// 403 and counted rather than lost as a handshake error.
 			tlsCfg.ClientAuth = tls.RequestClientCert
 		}
 		l = tls.NewListener(&plainHTTPListener{Listener: l, plain: func() { s.refused(ReasonPlainHTTP) }}, tlsCfg)
 	}
+	s.httpServer.Store(srv)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
+	releaseCtx, stopRelease := context.WithCancel(ctx)
+	defer stopRelease()
+	go s.exporter.releaseEvery(releaseCtx, ReleaseInterval)
 	s.ready.Store(true)
 	s.log.Info("Serving audit webhook", "addr", l.Addr().String(), "tls", !s.cfg.InsecureHTTP, "metricsOpen", s.cfg.MetricsOpen)
 	select {
@@ -291,6 +335,14 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.ready.Store(false)
+	if s.peers != nil {
+		// Stop counting first: batches arriving now are answered 503 (the API server resends
+		// them to the replica that takes over), the standbys get every step, then the lease goes.
+		s.exporter.StepDown()
+		if s.cfg.SteppedDown != nil {
+			s.cfg.SteppedDown()
+		}
+	}
 	s.receiver.stop()
 	sctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 	defer cancel()
@@ -325,10 +377,12 @@ func (s *Server) reject(w http.ResponseWriter, code int, reason, msg string) {
 // the byte budget, deadline and minimum rate, before holding a processing slot), then take a slot,
 // decode and track.
 func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
-	if status, reason := s.authenticate(r, s.webhook); status != 0 {
-		s.refused(reason)
-		unauthorized(w, status)
-		return
+	if !s.peers.isPeer(r) {
+		if status, reason := s.authenticate(r, s.webhook); status != 0 {
+			s.refused(reason)
+			unauthorized(w, status)
+			return
+		}
 	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
@@ -351,6 +405,18 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	defer b.release()
 	s.exporter.metrics.requestBytes.Observe(float64(len(b.data)))
+	switch s.exporter.Role() {
+	case RoleStandby:
+		if !s.forward(w, r, b.data) {
+			s.exporter.repl.metrics.forwarded.WithLabelValues(ForwardNoLeader).Inc()
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "no leader to take the batch yet", http.StatusServiceUnavailable)
+		}
+		return
+	case RoleStopping:
+		s.refuseNotLeader(w)
+		return
+	}
 	if !s.acquire(r.Context()) {
 		w.Header().Set("Retry-After", "1")
 		s.reject(w, http.StatusTooManyRequests, ReasonOverloaded, "too many batches in flight")
@@ -365,6 +431,10 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	if _, err := s.exporter.IngestList(b.data); err != nil {
+		if errors.Is(err, errNotLeader) {
+			s.refuseNotLeader(w)
+			return
+		}
 		status, reason := http.StatusBadRequest, ReasonMalformed
 		switch {
 		case errors.Is(err, decode.ErrTooManyEvents):
@@ -378,6 +448,13 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.exporter.metrics.requests.WithLabelValues(OutcomeAccepted, ReasonOK).Inc()
 	w.WriteHeader(http.StatusOK)
+}
+
+// refuseNotLeader answers a batch that reached a replica stepping down (or one that just lost
+// the lease) 503: the API server sends it again, and the replica taking over counts it.
+func (s *Server) refuseNotLeader(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "1")
+	s.reject(w, http.StatusServiceUnavailable, ReasonShuttingDown, "this replica is stepping down")
 }
 
 // acquire takes an in-flight slot, waiting up to QueueWait for one: a momentary burst waits a

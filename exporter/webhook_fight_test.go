@@ -38,6 +38,9 @@ const (
 // writes.
 type modeDefaulter struct {
 	users map[string]bool
+	// slow delays the writes of these users by as much, changing nothing: admission that takes
+	// its time (TestWritesAreOrderedAsStored).
+	slow  map[string]time.Duration
 	mu    sync.Mutex
 	calls int
 }
@@ -52,6 +55,9 @@ func (m *modeDefaulter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.calls++
 	m.mu.Unlock()
 	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+	if d := m.slow[review.Request.UserInfo.Username]; d > 0 {
+		time.Sleep(d)
+	}
 	if m.users[review.Request.UserInfo.Username] {
 		pt := admissionv1.PatchTypeJSONPatch
 		resp.PatchType, resp.Patch = &pt, []byte(`[{"op":"add","path":"/data/mode","value":"default"}]`)

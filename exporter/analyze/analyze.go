@@ -193,7 +193,11 @@ func AnalyzeAll(logs []io.Reader, opts Options) (*Report, error) {
 	if cfg.MaxOffenders == 0 {
 		cfg.MaxOffenders = 10000
 	}
-	sink := &reportSink{rep: rep, conflicts: conflicts, rec: rep.rec}
+	rs := &reportSink{rep: rep, conflicts: conflicts, rec: rep.rec}
+	var sink track.Sink = rs
+	if rep.rec != nil {
+		sink = timelineSink{rs}
+	}
 	tr, err := track.New(cfg, sink)
 	if err != nil {
 		return nil, fmt.Errorf("tracker config: %w", err)
@@ -228,6 +232,9 @@ func AnalyzeAll(logs []io.Reader, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	// The end of the logs: the writes still waiting for later ones (Config.ReorderWait, by the
+	// latest event time) are taken now.
+	tr.Flush()
 	rep.Fights, rep.HotObjects, rep.Races = tr.Fights(), tr.HotObjects(), tr.Races()
 	if rep.rec != nil {
 		rep.timelines = rep.rec.finish()
@@ -391,17 +398,26 @@ func (s *reportSink) Read(o *track.Observation) {
 	}
 }
 
-func (s *reportSink) Handoff(o *track.Observation, from, _ string) {
+func (s *reportSink) Handoff(h *track.Handoff) {
 	if s.rec != nil {
-		s.rec.handoff(o, from)
-	}
-}
-
-// Found implements track.FindingSink: the recorder starts drawing the finding's writes.
-func (s *reportSink) Found(f *track.Found) {
-	if s.rec != nil {
-		s.rec.found(f, s.rep.actors)
+		s.rec.handoff(h)
 	}
 }
 
 func (s *reportSink) Demoted(string) {}
+
+// timelineSink is the report's sink when the HTML report is drawn (Options.Timelines): it is
+// also the track.FindingSink that feeds the recorder the writes the detections take, in event
+// time, and the findings as they begin.
+type timelineSink struct{ *reportSink }
+
+// Taken implements track.FindingSink: the recorder keeps the write, in the order the detections
+// count it.
+func (s timelineSink) Taken(w *track.Taken) {
+	s.rec.taken(w, s.rep.actors)
+}
+
+// Found implements track.FindingSink: the recorder starts drawing the finding's writes.
+func (s timelineSink) Found(f *track.Found) {
+	s.rec.found(f, s.rep.actors)
+}

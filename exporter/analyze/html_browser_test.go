@@ -81,7 +81,8 @@ func (e rawEvent) code() int {
 	return e.ResponseStatus.Code
 }
 
-// writesTo returns the completed writes to ref, in log order.
+// writesTo returns the completed writes to ref, in event-time order (as the detections take
+// them), in log order for equal times.
 func writesTo(events []rawEvent, ref track.ObjectRef) []rawEvent {
 	var out []rawEvent
 	for _, e := range events {
@@ -93,6 +94,7 @@ func writesTo(events []rawEvent, ref track.ObjectRef) []rawEvent {
 			out = append(out, e)
 		}
 	}
+	slices.SortStableFunc(out, func(a, b rawEvent) int { return a.when().Compare(b.when()) })
 	return out
 }
 
@@ -225,6 +227,42 @@ func synthHeavy(t *testing.T) []byte {
 			line = fightB
 		}
 		emit(line, base.Add(time.Minute+time.Duration(i)*400*time.Millisecond))
+	}
+	return b.Bytes()
+}
+
+// synthSplit writes the log of a fight between an actor on each of two API servers, 41 writes
+// (40 handoffs) 0.4 s apart, as the exporter would be sent it: each API server's writes in
+// batches of 5 s, a's batch before b's. Taken as the lines come, the fight has a handoff or two
+// per batch; in event-time order all 40.
+func synthSplit(t *testing.T) []byte {
+	t.Helper()
+	var fightA, fightB []byte
+	for _, line := range bytes.Split(readFixture(t, "incident.jsonl"), []byte("\n")) {
+		switch {
+		case bytes.Contains(line, []byte(`"username":"system:serviceaccount:team-a:labeler"`)) && fightA == nil:
+			fightA = line
+		case bytes.Contains(line, []byte(`"username":"system:serviceaccount:team-b:janitor"`)) && fightB == nil:
+			fightB = line
+		}
+	}
+	base := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+	var b bytes.Buffer
+	const perBatch = 12 // 4.8 s of writes
+	for start := 0; start < 41; start += perBatch {
+		for _, server := range []int{0, 1} {
+			for i := start; i < min(start+perBatch, 41); i++ {
+				if i%2 != server {
+					continue
+				}
+				line := fightA
+				if server == 1 {
+					line = fightB
+				}
+				b.Write(retime(line, i+1, base.Add(time.Duration(i)*400*time.Millisecond)))
+				b.WriteByte('\n')
+			}
+		}
 	}
 	return b.Bytes()
 }

@@ -370,6 +370,9 @@ type recorder struct {
 	// unkept counts the findings beyond maxTimelines, which are listed without their writes.
 	unkept  int
 	scratch []writeMark
+	// lastWriter is the writer of the last write taken: consecutive writes are mostly one
+	// actor's.
+	lastWriter *writerState
 
 	// The over-time series: all writes, all initial lists, and per actor.
 	axis            axis
@@ -413,9 +416,8 @@ func (r *recorder) pod(name string) uint16 {
 	return id
 }
 
-// nanos is an event's time in Unix nanoseconds, and whether it has one the axes can hold.
-func nanos(ev *decode.Event) (int64, bool) {
-	ts := ev.When()
+// nanos is an event's time in Unix nanoseconds, and whether it is one the axes can hold.
+func nanos(ts time.Time) (int64, bool) {
 	if s := ts.Unix(); s < 1 || s > 1<<33 {
 		return 0, false
 	}
@@ -473,10 +475,9 @@ func (r *recorder) regrid(old axis) {
 	}
 }
 
-// write records one write of w (the sink's Write).
+// write counts one write of w in the over-time series (the sink's Write, on arrival).
 func (r *recorder) write(o *track.Observation, w *writerState) {
-	ev := o.Event
-	t, ok := nanos(ev)
+	t, ok := nanos(o.Event.When())
 	if !ok {
 		return
 	}
@@ -488,28 +489,37 @@ func (r *recorder) write(o *track.Observation, w *writerState) {
 		}
 		r.count(t, &r.writes, r.otherWrites)
 	}
-	if ev.Name == "" {
+}
+
+// taken keeps one successful or conflicting write to a named object in the ring and draws it on
+// its object's timelines (the FindingSink's Taken: in event-time order, as the detections count
+// it, so that a finding found at this write is drawn from the same writes).
+func (r *recorder) taken(tw *track.Taken, ids map[string]*writerState) {
+	t, ok := nanos(time.UnixMicro(tw.At))
+	if !ok {
 		return
 	}
-	var f uint8
-	switch {
-	case ev.Code >= 200 && ev.Code < 400:
+	w := r.lastWriter
+	if w == nil || w.Actor != tw.Actor {
+		if w = ids[tw.Actor]; w == nil {
+			return // every write is counted (Write) before it is taken
+		}
+		r.lastWriter = w
+	}
+	f := flagConflict
+	if tw.Code != 409 {
 		f = flagOK
-	case ev.IsConflict():
-		f = flagConflict
-	default:
-		return
 	}
-	if ev.MutatingWebhook != "" {
+	if tw.Mutated {
 		f |= flagMutated
 	}
 	var pod uint16
-	if ev.Pod != "" && ev.ImpersonatedUsername == "" {
+	if tw.Pod != "" {
 		f |= flagPod
-		pod = r.pod(ev.Pod)
+		pod = r.pod(tw.Pod)
 	}
-	f |= verbIndex(ev.Verb) << verbShift
-	m := writeMark{key: o.Object, nanos: t, actor: w.id, pod: pod, flags: f}
+	f |= verbIndex(tw.Verb) << verbShift
+	m := writeMark{key: tw.Object, nanos: t, actor: w.id, pod: pod, flags: f}
 	r.ring[r.next] = m
 	if r.next++; r.next == len(r.ring) {
 		if len(r.ring) < r.ringMax {
@@ -518,10 +528,10 @@ func (r *recorder) write(o *track.Observation, w *writerState) {
 			r.next, r.full = 0, true
 		}
 	}
-	if r.pinned[(o.Object>>6)%(pinBits/64)]&(1<<(o.Object&63)) == 0 {
+	if r.pinned[(tw.Object>>6)%(pinBits/64)]&(1<<(tw.Object&63)) == 0 {
 		return
 	}
-	if ts := r.timelines[o.Object]; ts != nil {
+	if ts := r.timelines[tw.Object]; ts != nil {
 		for _, tl := range ts {
 			if tl == nil || !tl.counts(m) {
 				continue
@@ -535,7 +545,7 @@ func (r *recorder) write(o *track.Observation, w *writerState) {
 
 // initialList records an initial list of reader rd (the sink's Read).
 func (r *recorder) initialList(ev *decode.Event, rd *readerState) {
-	t, ok := nanos(ev)
+	t, ok := nanos(ev.When())
 	if !ok {
 		return
 	}
@@ -550,16 +560,16 @@ func (r *recorder) initialList(ev *decode.Event, rd *readerState) {
 }
 
 // handoff confirms a fight's pending writes when the object changed hands between its actors.
-func (r *recorder) handoff(o *track.Observation, from string) {
-	if r.pinned[(o.Object>>6)%(pinBits/64)]&(1<<(o.Object&63)) == 0 {
+func (r *recorder) handoff(h *track.Handoff) {
+	if r.pinned[(h.Object>>6)%(pinBits/64)]&(1<<(h.Object&63)) == 0 {
 		return
 	}
-	ts := r.timelines[o.Object]
+	ts := r.timelines[h.Object]
 	if ts == nil || ts[track.KindFight] == nil {
 		return
 	}
 	tl := ts[track.KindFight]
-	if o.Actor == tl.actor && from == tl.other || o.Actor == tl.other && from == tl.actor {
+	if h.To == tl.actor && h.From == tl.other || h.To == tl.other && h.From == tl.actor {
 		if n := len(tl.marks); n > 0 {
 			tl.marks[n-1].flags |= flagHandoff
 		}

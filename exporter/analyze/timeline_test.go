@@ -24,11 +24,14 @@ func TestTimelinesCountTheWritesOfEachFinding(t *testing.T) {
 		name     string
 		log      []byte
 		bucketed bool
+		// handoffs, when not 0, is the handoffs of the log's only fight.
+		handoffs int
 	}{
-		{"a fight, a hot loop and a race", readFixture(t, "incident.jsonl"), false},
-		{"the same on a real API server", native, false},
-		{"a fight of v1beta1 events", readFixture(t, "v1beta1.jsonl"), false},
-		{"a hot loop and a fight past the exact-marks limit", synthHeavy(t), true},
+		{"a fight, a hot loop and a race", readFixture(t, "incident.jsonl"), false, 0},
+		{"the same on a real API server", native, false, 0},
+		{"a fight of v1beta1 events", readFixture(t, "v1beta1.jsonl"), false, 0},
+		{"a hot loop and a fight past the exact-marks limit", synthHeavy(t), true, 0},
+		{"a fight across two API servers' batches, drawn in event-time order", synthSplit(t), false, 40},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rep, err := Analyze(bytes.NewReader(tc.log), Options{Tracker: track.Config{FightHandoffs: 4, FightWindow: time.Minute, HotWrites: 20, HotWindow: time.Minute, RaceWindow: time.Minute}, Timelines: true})
@@ -69,6 +72,9 @@ func TestTimelinesCountTheWritesOfEachFinding(t *testing.T) {
 					}
 				}
 				checkMarks(t, tl)
+			}
+			if tc.handoffs != 0 && (len(rep.Fights) != 1 || rep.Fights[0].Handoffs != tc.handoffs) {
+				t.Errorf("fights %+v, want one of %d handoffs", rep.Fights, tc.handoffs)
 			}
 			if bucketed != tc.bucketed {
 				t.Errorf("bucketed %v, want %v", bucketed, tc.bucketed)

@@ -41,6 +41,8 @@ func trackerFlags(fs *pflag.FlagSet) *track.Config {
 	fs.DurationVar(&c.ObjectTTL, "object-ttl", d.ObjectTTL, "how long an object nobody writes keeps its state")
 	fs.IntVar(&c.MaxOffenders, "max-offenders", d.MaxOffenders, "entries per top-offender table (fights, hot objects, races)")
 	fs.DurationVar(&c.OffenderTTL, "offender-ttl", d.OffenderTTL, "how long an offender stays exposed after its last write")
+	fs.DurationVar(&c.ReorderWait, "reorder-wait", d.ReorderWait, "how long writes wait before fights, hot objects and races take them in the order they happened: at least the API server's --audit-webhook-batch-max-wait plus one --audit-webhook-initial-backoff (+20%); later writes are counted late; negative: arrival order")
+	fs.Int64Var(&c.MaxReorderBytes, "max-reorder-bytes", d.MaxReorderBytes, "bytes of writes waiting for their turn (beyond, the oldest is taken early and counted)")
 	return c
 }
 
@@ -61,8 +63,9 @@ type ExporterOptions struct {
 	Debug        bool
 	// tracker is what the tracker flags set, copied into Exporter once they are parsed.
 	tracker *track.Config
-	// managed are the managed-cluster sources' flags.
-	managed managedFlags
+	// managed are the managed-cluster sources' flags, replicas the replicas'.
+	managed  managedFlags
+	replicas replicaFlags
 }
 
 // ParseExporterArgs parses args (without the subcommand) as `loopwatch exporter` does: the deploy
@@ -73,6 +76,7 @@ func ParseExporterArgs(args []string) (ExporterOptions, error) {
 		return ExporterOptions{}, err
 	}
 	opts.Exporter.Tracker = *opts.tracker
+	opts.Exporter.Replicas = opts.replicas.enabled
 	opts.Server.Firehose, opts.Server.PubSub = opts.managed.firehose(), opts.managed.pubSub()
 	return *opts, nil
 }
@@ -134,6 +138,8 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 	fs.IntVar(maxLineBytes, "max-line-bytes", exporter.DefaultMaxLineBytes, "longest audit log line ingested")
 	fs.BoolVar(debug, "debug", false, "debug logging")
 	m.bind(fs)
+	rf := &opts.replicas
+	rf.bind(fs)
 
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		log := newLogger(cmd.ErrOrStderr(), *debug)
@@ -142,6 +148,7 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		ecfg.Tracker, ecfg.Registerer, ecfg.Logger = *tcfg, reg, log
+		ecfg.Replicas = rf.enabled
 		srv.Firehose, srv.PubSub = m.firehose(), m.pubSub()
 		bound, err := exporter.MemoryBound(*ecfg, *srv)
 		if err != nil {
@@ -152,8 +159,9 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 			// grow to twice what is live.
 			runtimedebug.SetMemoryLimit(bound.Total())
 		}
-		log.Info("Memory bound", "dedupe", bound.Dedupe, "tracker", bound.Tracker, "bodies", bound.Bodies,
-			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "sources", bound.Sources, "total", bound.Total())
+		log.Info("Memory bound", "dedupe", bound.Dedupe, "tracker", bound.Tracker, "reorder", bound.Reorder, "bodies", bound.Bodies,
+			"decoders", bound.Decoders, "series", bound.Series, "connections", bound.Connections, "sources", bound.Sources,
+			"replication", bound.Replication, "total", bound.Total())
 		e, err := exporter.New(*ecfg)
 		if err != nil {
 			return err
@@ -172,8 +180,27 @@ its Kafka endpoint (--eventhub-brokers, --eventhub-name, --eventhub-connection-s
 		if *ingestFile != "" || m.any() {
 			srv.DisableWebhook = srv.ClientCAFile == "" && srv.TokenFile == ""
 		}
+		var el *election
+		if rf.enabled {
+			if el, err = rf.setup(e, srv, *ingestFile != "", m.any(), log); err != nil {
+				return err
+			}
+		}
 		s, err := exporter.NewServer(*srv, e)
 		if err != nil {
+			return err
+		}
+		if el != nil {
+			// A leader that loses its lease stops counting and exits, to come back as a
+			// standby (a controller does the same); a standby follows the new leader.
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
+			el.start(func(err error) { cancel(err) })
+			err := s.ListenAndServe(ctx)
+			el.release()
+			if cause := context.Cause(ctx); err == nil && cause != nil && cause != context.Canceled {
+				err = cause
+			}
 			return err
 		}
 		if reader == nil {

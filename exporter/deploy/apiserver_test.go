@@ -265,10 +265,14 @@ func createManifests(ctx context.Context, t *testing.T, client dynamic.Interface
 		t.Fatal(err)
 	}
 	resources := map[string]schema.GroupVersionResource{
-		"Namespace":      {Version: "v1", Resource: "namespaces"},
-		"Deployment":     {Group: "apps", Version: "v1", Resource: "deployments"},
-		"Service":        {Version: "v1", Resource: "services"},
-		"ServiceMonitor": {Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"},
+		"Namespace":           {Version: "v1", Resource: "namespaces"},
+		"Deployment":          {Group: "apps", Version: "v1", Resource: "deployments"},
+		"Service":             {Version: "v1", Resource: "services"},
+		"ServiceMonitor":      {Group: "monitoring.coreos.com", Version: "v1", Resource: "servicemonitors"},
+		"PodDisruptionBudget": {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
+		"ServiceAccount":      {Version: "v1", Resource: "serviceaccounts"},
+		"Role":                {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		"RoleBinding":         {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
 	}
 	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
 		var obj unstructured.Unstructured

@@ -7,12 +7,17 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	auditinternal "k8s.io/apiserver/pkg/apis/audit"
 	"k8s.io/apiserver/pkg/audit/policy"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -96,6 +101,9 @@ func TestExporterManifestsDecode(t *testing.T) {
 	kinds := map[string]bool{}
 	var deployment appsv1.Deployment
 	var monitor serviceMonitor
+	var pdb policyv1.PodDisruptionBudget
+	var role rbacv1.Role
+	var binding rbacv1.RoleBinding
 	for _, doc := range bytes.Split(b, []byte("\n---\n")) {
 		var meta struct{ Kind string }
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
@@ -116,9 +124,21 @@ func TestExporterManifestsDecode(t *testing.T) {
 			if err := yaml.Unmarshal(doc, &monitor); err != nil {
 				t.Fatalf("servicemonitor: %v", err)
 			}
+		case "PodDisruptionBudget":
+			if err := yaml.UnmarshalStrict(doc, &pdb); err != nil {
+				t.Fatalf("poddisruptionbudget: %v", err)
+			}
+		case "Role":
+			if err := yaml.UnmarshalStrict(doc, &role); err != nil {
+				t.Fatalf("role: %v", err)
+			}
+		case "RoleBinding":
+			if err := yaml.UnmarshalStrict(doc, &binding); err != nil {
+				t.Fatalf("rolebinding: %v", err)
+			}
 		}
 	}
-	for _, k := range []string{"Namespace", "Deployment", "Service", "ServiceMonitor"} {
+	for _, k := range []string{"Namespace", "Deployment", "Service", "ServiceMonitor", "PodDisruptionBudget", "ServiceAccount", "Role", "RoleBinding"} {
 		if !kinds[k] {
 			t.Errorf("exporter.yaml has no %s", k)
 		}
@@ -136,6 +156,50 @@ func TestExporterManifestsDecode(t *testing.T) {
 		auth := monitor.Spec.Endpoints[0].Authorization
 		if auth.Type != "Bearer" || auth.Credentials.Name != secret || auth.Credentials.Key != filepath.Base(opts.Server.MetricsTokenFile) {
 			t.Fatalf("ServiceMonitor authorization %+v, want Bearer from secret %q key %q", auth, secret, filepath.Base(opts.Server.MetricsTokenFile))
+		}
+	})
+	t.Run("the replicas' settings hold together", func(t *testing.T) {
+		if !opts.Exporter.Replicas {
+			t.Fatal("the exporter runs without --leader-elect")
+		}
+		spec := deployment.Spec
+		if spec.Replicas == nil || *spec.Replicas < 2 {
+			t.Fatalf("replicas %v, want at least 2", spec.Replicas)
+		}
+		ru := spec.Strategy.RollingUpdate
+		if spec.Strategy.Type != appsv1.RollingUpdateDeploymentStrategyType || ru == nil || ru.MaxUnavailable.IntValue() != 0 || ru.MaxSurge.IntValue() < 1 {
+			t.Fatalf("strategy %+v: want a rolling update that starts a new replica before it stops an old one", spec.Strategy)
+		}
+		if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() < 1 || pdb.Spec.MinAvailable.IntValue() >= int(*spec.Replicas) ||
+			!reflect.DeepEqual(pdb.Spec.Selector.MatchLabels, spec.Selector.MatchLabels) {
+			t.Fatalf("disruption budget %+v: want at least one of the Deployment's replicas kept, one evictable", pdb.Spec)
+		}
+		if pod.ServiceAccountName == "" || binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != pod.ServiceAccountName {
+			t.Fatalf("service account %q, binding %+v of role %q: want the pod's account bound to the role", pod.ServiceAccountName, binding, role.Name)
+		}
+		lease := flagValue(t, deployment, "--lease-name")
+		var get, create bool
+		for _, r := range role.Rules {
+			if !slices.Equal(r.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(r.Resources, []string{"leases"}) {
+				t.Fatalf("role rule %+v is not about leases: the exporter needs nothing else", r)
+			}
+			get = get || slices.Contains(r.Verbs, "get") && slices.Contains(r.Verbs, "update") && slices.Contains(r.ResourceNames, lease)
+			create = create || slices.Contains(r.Verbs, "create")
+		}
+		if !get || !create {
+			t.Fatalf("role %+v: want create, and get and update of lease %q", role.Rules, lease)
+		}
+		for _, env := range []string{"POD_NAME", "POD_NAMESPACE", "POD_IP"} {
+			if !slices.ContainsFunc(pod.Containers[0].Env, func(e corev1.EnvVar) bool { return e.Name == env && e.ValueFrom != nil }) {
+				t.Errorf("the container lacks %s from the downward API", env)
+			}
+		}
+		grace := time.Duration(*pod.TerminationGracePeriodSeconds) * time.Second
+		if shutdown := opts.Server.ShutdownTimeout + exporter.DefaultAckTimeout + flagDuration(t, deployment, "--lease-renew-deadline"); grace <= shutdown {
+			t.Fatalf("termination grace %s, want more than the step down, the lease's release and the shutdown (%s)", grace, shutdown)
+		}
+		if probe := pod.Containers[0].ReadinessProbe; probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != "/readyz" {
+			t.Fatalf("readiness probe %+v: want /readyz (the leader, or a standby in step with it)", probe)
 		}
 	})
 	t.Run("the memory limit is above the exporter's memory bound", func(t *testing.T) {
@@ -175,6 +239,27 @@ func exporterOptions(t *testing.T, d appsv1.Deployment) cli.ExporterOptions {
 		t.Fatalf("deployment args are not accepted by the exporter command: %v", err)
 	}
 	return opts
+}
+
+// flagValue returns the value of the exporter container's flag name (--name=value).
+func flagValue(t *testing.T, d appsv1.Deployment, name string) string {
+	t.Helper()
+	for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("the exporter container has no %s", name)
+	return ""
+}
+
+func flagDuration(t *testing.T, d appsv1.Deployment, name string) time.Duration {
+	t.Helper()
+	v, err := time.ParseDuration(flagValue(t, d, name))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return v
 }
 
 // secretMountedAt returns the name of the secret mounted at dir in the exporter container.

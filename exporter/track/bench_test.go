@@ -21,7 +21,7 @@ func BenchmarkBytesPerTrackedObject(b *testing.B) {
 		var m0, m1 runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&m0)
-		tr, err := New(Config{MaxObjects: objects, Now: func() time.Time { return t0 }}, &labelSink{labels: map[string]struct{}{}})
+		tr, err := New(Config{MaxObjects: objects, ReorderWait: -1, Now: func() time.Time { return t0 }}, &labelSink{labels: map[string]struct{}{}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -75,7 +75,7 @@ func TestTrackerStaysBoundedWithAMillionDistinctActorsAndObjects(t *testing.T) {
 
 type labelSink struct{ labels map[string]struct{} }
 
-func (s *labelSink) Write(o *Observation)                { s.labels[o.ActorLabel] = struct{}{} }
-func (s *labelSink) Read(o *Observation)                 { s.labels[o.ActorLabel] = struct{}{} }
-func (s *labelSink) Handoff(o *Observation, _, _ string) {}
-func (s *labelSink) Demoted(string)                      {}
+func (s *labelSink) Write(o *Observation) { s.labels[o.ActorLabel] = struct{}{} }
+func (s *labelSink) Read(o *Observation)  { s.labels[o.ActorLabel] = struct{}{} }
+func (s *labelSink) Handoff(*Handoff)     {}
+func (s *labelSink) Demoted(string)       {}

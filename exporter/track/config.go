@@ -9,6 +9,7 @@ package track
 
 import (
 	"errors"
+	"fmt"
 	"time"
 	"unsafe"
 )
@@ -49,6 +50,17 @@ type Config struct {
 	// MaxRacePods bounds the pod names kept per replica race.
 	MaxRacePods int
 
+	// ReorderWait is how long a write waits before the detections take it, so that they take
+	// writes in the order they happened (their event time) although each API server sends its
+	// own batches, seconds apart, and retries a refused one later: at least the API server's
+	// --audit-webhook-batch-max-wait plus one retry (--audit-webhook-initial-backoff, +20 %
+	// jitter). A write that arrives later than that is taken at once and counted late. Negative:
+	// writes are taken as they arrive.
+	ReorderWait time.Duration
+	// MaxReorderBytes bounds the writes waiting, in bytes (each entry and the strings it holds);
+	// when it is reached the oldest is taken before its wait is over (counted as overflow).
+	MaxReorderBytes int64
+
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -71,9 +83,23 @@ func DefaultConfig() Config {
 		MaxOffenders:  50,
 		OffenderTTL:   10 * time.Minute,
 		MaxRacePods:   16,
-		Now:           time.Now,
+		// The deploy files' --audit-webhook-batch-max-wait (5s) plus one retry at the default
+		// --audit-webhook-initial-backoff (10s, up to 12 s with jitter), and a margin.
+		ReorderWait: 20 * time.Second,
+		// About 70,000 writes of real events (~450 B each with their strings): 3,500 writes/s
+		// over the wait.
+		MaxReorderBytes: 32 << 20,
+		Now:             time.Now,
 	}
 }
+
+// MaxReorderWait bounds ReorderWait: writes wait that long before fights are seen, and the
+// buffer holds what arrives meanwhile.
+const MaxReorderWait = 10 * time.Minute
+
+// MaxFightHandoffs bounds FightHandoffs: the times of the last FightHandoffs-1 handoffs are kept
+// for every tracked object (4 bytes each), so that the fight window slides.
+const MaxFightHandoffs = 64
 
 // withDefaults fills zero fields and checks the rest, reporting every problem.
 func (c Config) withDefaults() (Config, error) {
@@ -123,6 +149,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxRacePods == 0 {
 		c.MaxRacePods = d.MaxRacePods
 	}
+	if c.ReorderWait == 0 {
+		c.ReorderWait = d.ReorderWait
+	}
+	if c.MaxReorderBytes == 0 {
+		c.MaxReorderBytes = d.MaxReorderBytes
+	}
 	if c.Now == nil {
 		c.Now = d.Now
 	}
@@ -133,8 +165,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Candidates < c.TopK {
 		errs = append(errs, errors.New("candidates must be at least topK"))
 	}
-	if c.FightHandoffs < 2 {
-		errs = append(errs, errors.New("fightHandoffs must be at least 2"))
+	if c.FightHandoffs < 2 || c.FightHandoffs > MaxFightHandoffs {
+		errs = append(errs, fmt.Errorf("fightHandoffs must be between 2 and %d", MaxFightHandoffs))
 	}
 	if c.HotWrites < 2 {
 		errs = append(errs, errors.New("hotWrites must be at least 2"))
@@ -150,8 +182,11 @@ func (c Config) withDefaults() (Config, error) {
 			errs = append(errs, errors.New(d.name+" must be at least 1s"))
 		}
 	}
-	if c.MaxObjects < 0 || c.MaxOffenders < 0 || c.MaxResources < 0 || c.MaxRacePods < 0 {
-		errs = append(errs, errors.New("maxObjects, maxOffenders, maxResources and maxRacePods must not be negative"))
+	if c.MaxObjects < 0 || c.MaxOffenders < 0 || c.MaxResources < 0 || c.MaxRacePods < 0 || c.MaxReorderBytes < 0 {
+		errs = append(errs, errors.New("maxObjects, maxOffenders, maxResources, maxRacePods and maxReorderBytes must not be negative"))
+	}
+	if c.ReorderWait > MaxReorderWait {
+		errs = append(errs, fmt.Errorf("reorderWait must be at most %s", MaxReorderWait))
 	}
 	return c, errors.Join(errs...)
 }
@@ -159,9 +194,9 @@ func (c Config) withDefaults() (Config, error) {
 var errSinkRequired = errors.New("tracker needs a sink")
 
 // MemoryBound is the most memory a tracker with this configuration holds, whatever the events,
-// when no kept string is longer than maxValueBytes: the object table, the actor candidates and
-// labels, the name cache, the group/resource pairs and the four offender tables (fights, hot
-// objects, races and race candidates).
+// when no kept string is longer than maxValueBytes: the object table and its handoff times, the
+// actor candidates and labels, the name cache, the group/resource pairs, the four offender tables
+// (fights, hot objects, races and race candidates) and the reorder buffer.
 func (c Config) MemoryBound(maxValueBytes int) (int64, error) {
 	c, err := c.withDefaults()
 	if err != nil {
@@ -169,7 +204,8 @@ func (c Config) MemoryBound(maxValueBytes int) (int64, error) {
 	}
 	v := int64(maxValueBytes)
 	str := int64(unsafe.Sizeof("")) + v
-	objects := int64(len(newObjectTable(c.MaxObjects, 1).slots)) * int64(unsafe.Sizeof(objectState{}))
+	slots := int64(len(newObjectTable(c.MaxObjects, 1, 0).slots))
+	objects := slots * (int64(unsafe.Sizeof(objectState{})) + 4*int64(c.FightHandoffs-1))
 	const mapEntry = 48 // a map slot with its hash and control bytes, rounded up
 	candidates := int64(c.Candidates) * (int64(unsafe.Sizeof(candidate{})) + v + 8 + mapEntry)
 	labels := int64(c.TopK) * (str + mapEntry)
@@ -178,5 +214,22 @@ func (c Config) MemoryBound(maxValueBytes int) (int64, error) {
 	// An offender names its object (five strings) and up to two actors, or a race its pods.
 	offender := 7*str + int64(c.MaxRacePods)*str + 256
 	offenders := 4 * int64(c.MaxOffenders) * (offender + mapEntry)
-	return objects + candidates + labels + names + resources + offenders, nil
+	return objects + candidates + labels + names + resources + offenders + c.reorderBound(), nil
+}
+
+// ReorderMemoryBound is the part of MemoryBound the reorder buffer holds: its entries and their
+// strings, which it counts against MaxReorderBytes, and the emptied runs it keeps for reuse.
+func (c Config) ReorderMemoryBound() (int64, error) {
+	c, err := c.withDefaults()
+	if err != nil {
+		return 0, err
+	}
+	return c.reorderBound(), nil
+}
+
+func (c Config) reorderBound() int64 {
+	if c.ReorderWait <= 0 {
+		return 0
+	}
+	return c.MaxReorderBytes + spareRuns*spareRunEntries*4
 }

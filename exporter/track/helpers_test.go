@@ -48,8 +48,8 @@ func (s *recordingSink) Write(o *Observation) {
 	}
 }
 func (s *recordingSink) Read(o *Observation) { s.reads[o.ActorLabel]++ }
-func (s *recordingSink) Handoff(o *Observation, _, fromLabel string) {
-	s.handoffs[fromLabel+"->"+o.ActorLabel]++
+func (s *recordingSink) Handoff(h *Handoff) {
+	s.handoffs[h.FromLabel+"->"+h.ToLabel]++
 }
 func (s *recordingSink) Demoted(l string) { s.demoted = append(s.demoted, l) }
 

@@ -4,27 +4,31 @@ package track
 // set, so a lookup touches one cache-line-sized run of slots and eviction is local.
 const ways = 8
 
-// objectState is everything kept per tracked object. It has no pointers (the garbage collector
-// never scans the table) and is 56 bytes; times are seconds on the tracker's event-time scale.
+// objectState is everything kept per tracked object besides its handoff times. It has no
+// pointers (the garbage collector never scans the table) and is 56 bytes; times are seconds on the
+// tracker's event-time scale.
 type objectState struct {
 	key   uint64 // hash of group/resource/namespace/name/subresource; 0 means empty
 	actor uint64 // hash of the last successful writer
 	other uint64 // hash of the other actor of the current handoff pair
 	pod   uint64 // hash of the last writing pod (actor and pod name), 0 when none
 
-	seen      uint32 // last write
-	fightFrom uint32 // start of the handoff window
-	hotFrom   uint32 // start of the hot window
-	podAt     uint32 // last write by pod
-	podActor  uint32 // low bits of the actor hash of pod
+	seen     uint32 // last write
+	hotFrom  uint32 // start of the hot window
+	podAt    uint32 // last write by pod
+	podActor uint32 // low bits of the actor hash of pod
 
-	handoffs  uint16 // handoffs between actor and other since fightFrom
 	hotWrites uint16 // writes by actor since hotFrom
 }
 
-// objectTable is a fixed-size set-associative table of objectState.
+// objectTable is a fixed-size set-associative table of objectState, with beside it the times of
+// each object's last few handoffs (a fight's sliding window).
 type objectTable struct {
-	slots     []objectState
+	slots []objectState
+	// times holds perSlot handoff times (seconds on the tracker's scale, newest first, 0 for
+	// none) for each slot: slot i's are times[i*perSlot:(i+1)*perSlot].
+	times     []uint32
+	perSlot   int
 	setMask   uint64
 	ttl       uint32
 	live      int
@@ -33,21 +37,36 @@ type objectTable struct {
 	sweptAt   uint32 // time of the last sweepDue that swept
 }
 
-func newObjectTable(maxObjects int, ttlSeconds uint32) *objectTable {
+// newObjectTable sizes a table for maxObjects objects with handoffTimes handoff times each.
+func newObjectTable(maxObjects int, ttlSeconds uint32, handoffTimes int) *objectTable {
 	sets := 1
 	for sets*ways < maxObjects {
 		sets <<= 1
 	}
-	return &objectTable{slots: make([]objectState, sets*ways), setMask: uint64(sets - 1), ttl: ttlSeconds}
+	return &objectTable{
+		slots: make([]objectState, sets*ways), times: make([]uint32, sets*ways*handoffTimes), perSlot: handoffTimes,
+		setMask: uint64(sets - 1), ttl: ttlSeconds,
+	}
+}
+
+// handoffs returns the handoff times of slot i, newest first.
+func (t *objectTable) handoffs(i int) []uint32 {
+	return t.times[i*t.perSlot : (i+1)*t.perSlot]
+}
+
+// reset makes slot i hold key, fresh.
+func (t *objectTable) reset(i int, key uint64, now uint32) {
+	t.slots[i] = objectState{key: key, seen: now}
+	clear(t.handoffs(i))
 }
 
 func (t *objectTable) expired(s *objectState, now uint32) bool {
 	return s.key != 0 && now > s.seen && now-s.seen > t.ttl
 }
 
-// get returns the state of key, creating it (fresh) when absent. When the set is full the slot
-// written longest ago is evicted; fresh reports whether the state was just created.
-func (t *objectTable) get(key uint64, now uint32) (s *objectState, fresh bool) {
+// get returns the slot of key's state, creating it (fresh) when absent. When the set is full the
+// slot written longest ago is evicted; fresh reports whether the state was just created.
+func (t *objectTable) get(key uint64, now uint32) (slot int, fresh bool) {
 	if key == 0 {
 		key = 1
 	}
@@ -58,10 +77,10 @@ func (t *objectTable) get(key uint64, now uint32) (s *objectState, fresh bool) {
 			continue
 		}
 		if t.expired(&set[i], now) {
-			set[i] = objectState{key: key, seen: now}
-			return &set[i], true
+			t.reset(base+i, key, now)
+			return base + i, true
 		}
-		return &set[i], false
+		return base + i, false
 	}
 	victim := -1
 	for i := range set {
@@ -93,8 +112,8 @@ func (t *objectTable) get(key uint64, now uint32) (s *objectState, fresh bool) {
 	case !t.expired(v, now):
 		t.evictions++
 	}
-	*v = objectState{key: key, seen: now}
-	return v, true
+	t.reset(base+victim, key, now)
+	return base + victim, true
 }
 
 // sweepPasses is how many full passes over the table sweepDue makes per TTL, so an expired

@@ -79,7 +79,7 @@ func TestObjectTable(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tb := newObjectTable(ways, 60)
+			tb := newObjectTable(ways, 60, 3)
 			tc.run(tb)
 			if tb.live != tc.live || tb.evictions != tc.evictions {
 				t.Fatalf("live %d evictions %d, want %d and %d", tb.live, tb.evictions, tc.live, tc.evictions)

@@ -3,14 +3,20 @@ package track
 import (
 	"fmt"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/loopwatch/loopwatch/exporter/decode"
 )
 
+// newTestTracker returns a tracker with a fake clock at t0. Unless cfg sets ReorderWait, it takes
+// writes in arrival order: the tests of event-time order set it.
 func newTestTracker(t *testing.T, cfg Config) (*Tracker, *recordingSink, *fakeClock) {
 	t.Helper()
+	if cfg.ReorderWait == 0 {
+		cfg.ReorderWait = -1
+	}
 	clock := &fakeClock{now: t0}
 	cfg.Now = clock.Now
 	sink := newRecordingSink()
@@ -79,6 +85,34 @@ func TestTrackerDetections(t *testing.T) {
 		{
 			name:   "stays silent when the handoffs are spread beyond the window",
 			writes: alternate("sa-a", "sa-b", 6, 3*time.Minute),
+		},
+		{
+			// A window that restarted at the first handoff outside it (5:30 here) would count
+			// 3 handoffs at 6:30 and see no fight: the window slides.
+			name: "reports a fight whose handoffs straddle a window boundary, at the handoff that completes N within the window",
+			writes: []write{
+				{actor: "sa-a", name: "cm"}, {actor: "sa-b", name: "cm", at: time.Second},
+				{actor: "sa-a", name: "cm", at: 4 * time.Minute}, {actor: "sa-b", name: "cm", at: 5*time.Minute + 30*time.Second},
+				{actor: "sa-a", name: "cm", at: 6 * time.Minute}, {actor: "sa-b", name: "cm", at: 6*time.Minute + 30*time.Second},
+			},
+			fights: []Fight{{Object: cm, ActorA: "sa-a", ActorB: "sa-b", Handoffs: 4, First: t0.Add(4 * time.Minute), Last: t0.Add(6*time.Minute + 30*time.Second)}},
+		},
+		{
+			name: "counts a handoff exactly one window after the first of N",
+			writes: []write{
+				{actor: "sa-a", name: "cm"}, {actor: "sa-b", name: "cm", at: time.Second},
+				{actor: "sa-a", name: "cm", at: 2 * time.Minute}, {actor: "sa-b", name: "cm", at: 3 * time.Minute},
+				{actor: "sa-a", name: "cm", at: 5*time.Minute + time.Second},
+			},
+			fights: []Fight{{Object: cm, ActorA: "sa-a", ActorB: "sa-b", Handoffs: 4, First: t0.Add(time.Second), Last: t0.Add(5*time.Minute + time.Second)}},
+		},
+		{
+			name: "stays silent when the first of N handoffs left the window a second before the last",
+			writes: []write{
+				{actor: "sa-a", name: "cm"}, {actor: "sa-b", name: "cm", at: time.Second},
+				{actor: "sa-a", name: "cm", at: 2 * time.Minute}, {actor: "sa-b", name: "cm", at: 3 * time.Minute},
+				{actor: "sa-a", name: "cm", at: 5*time.Minute + 2*time.Second},
+			},
 		},
 		{
 			name:   "stays silent below N handoffs",
@@ -196,19 +230,34 @@ func TestTrackerDetections(t *testing.T) {
 	}
 	// Each case runs with the configured name cache and with one of a single pair of slots, where
 	// every name collides: the previous writer's actor and pod must still be named, not unknown.
+	// And each runs once with the writes arriving in order, taken as they come, and once as two
+	// API servers would send them, every other write in the second's batches, which arrive 5 s
+	// after the first's: the reorder buffer must give the same result.
 	for _, tc := range cases {
-		for _, names := range []struct {
-			name string
-			size int
-		}{{"", 0}, {"/one slot pair for names", 1}} {
-			t.Run(tc.name+names.name, func(t *testing.T) {
-				tr, _, _ := newTestTracker(t, Config{HotWrites: 20, HotWindow: time.Minute, FightHandoffs: 4, FightWindow: 5 * time.Minute})
-				if names.size > 0 {
-					tr.names = newNameCache(names.size)
+		for _, mode := range []struct {
+			name     string
+			size     int
+			twoStrms bool
+		}{{"", 0, false}, {"/one slot pair for names", 1, false}, {"/from two API servers, reordered", 0, true}} {
+			t.Run(tc.name+mode.name, func(t *testing.T) {
+				cfg := Config{HotWrites: 20, HotWindow: time.Minute, FightHandoffs: 4, FightWindow: 5 * time.Minute}
+				if mode.twoStrms {
+					cfg.ReorderWait = 20 * time.Second
 				}
-				for _, w := range tc.writes {
-					ev := w.event()
-					tr.Observe(&ev, nil)
+				tr, _, clock := newTestTracker(t, cfg)
+				if mode.size > 0 {
+					tr.names = newNameCache(mode.size)
+				}
+				if mode.twoStrms {
+					observeFromTwoAPIServers(tr, clock, tc.writes, 5*time.Second)
+					if s := tr.Stats(); s.Late != 0 || s.Overflow != 0 || s.Waiting != 0 {
+						t.Errorf("stats %+v: want no late, overflowed or waiting writes", s)
+					}
+				} else {
+					for _, w := range tc.writes {
+						ev := w.event()
+						tr.Observe(&ev, nil)
+					}
 				}
 				if got := tr.Fights(); !reflect.DeepEqual(got, nonNil(tc.fights)) {
 					t.Errorf("fights:\n got %+v\nwant %+v", got, tc.fights)
@@ -341,8 +390,8 @@ func TestTrackerDoesNotChurnAFullHotTable(t *testing.T) {
 }
 
 func TestNewRefusesBadConfig(t *testing.T) {
-	_, err := New(Config{TopK: 10, Candidates: 5, FightHandoffs: 1, FightWindow: time.Millisecond}, newRecordingSink())
-	want := "candidates must be at least topK\nfightHandoffs must be at least 2\nfightWindow must be at least 1s"
+	_, err := New(Config{TopK: 10, Candidates: 5, FightHandoffs: 1, FightWindow: time.Millisecond, ReorderWait: time.Hour}, newRecordingSink())
+	want := "candidates must be at least topK\nfightHandoffs must be between 2 and 64\nfightWindow must be at least 1s\nreorderWait must be at most 10m0s"
 	if err == nil || err.Error() != want {
 		t.Fatalf("got %v, want %q", err, want)
 	}
@@ -351,6 +400,8 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	}
 }
 
+// TestObserveBatchDoesNotAllocateAtSteadyState: a batch a second, each taken through the reorder
+// buffer (the default 20 s wait), allocates nothing once the buffer has held a full wait.
 func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
 	clock := &fakeClock{now: t0}
 	// Fewer offender slots than hot objects, so that the offender table churns as well.
@@ -370,12 +421,22 @@ func TestObserveBatchDoesNotAllocateAtSteadyState(t *testing.T) {
 		}
 		batch = append(batch, w.event())
 	}
-	tr.ObserveBatch(batch, neverSeen{}) // warm up: sink maps, names, offender tables
-	allocs := testing.AllocsPerRun(20, func() {
+	next := func() {
+		for i := range batch {
+			batch[i].StageTimestamp = batch[i].StageTimestamp.Add(time.Second)
+		}
+		clock.Set(batch[len(batch)-1].StageTimestamp.Add(time.Second))
 		tr.ObserveBatch(batch, neverSeen{})
-	})
+	}
+	for range 30 { // warm up: sink maps, names, offender tables, a full wait in the buffer
+		next()
+	}
+	allocs := testing.AllocsPerRun(20, next)
 	if allocs != 0 {
 		t.Fatalf("%v allocations per 400-event batch at steady state, want 0", allocs)
+	}
+	if s := tr.Stats(); s.Waiting == 0 || s.Late != 0 || s.Overflow != 0 {
+		t.Fatalf("stats %+v: want writes waiting, none late or overflowed", s)
 	}
 	if len(tr.HotObjects()) == 0 || len(tr.Fights()) == 0 {
 		t.Fatal("no hot objects or fights: the batch does not exercise the offender tables")
@@ -412,4 +473,35 @@ func TestOffendersNameFieldManagersAndTheMutatingWebhook(t *testing.T) {
 	if h.Actor != "looper" || h.FieldManager != "looper" || h.MutatingWebhook != "defaults/mode.example.com" {
 		t.Errorf("hot object %+v: want looper [looper], webhook defaults/mode.example.com", h)
 	}
+}
+
+// observeFromTwoAPIServers sends writes as two API servers would: every other write goes through
+// the second, whose batch of each second arrives delay after the first's; the clock follows the
+// arrivals, and the tracker is flushed at the end.
+func observeFromTwoAPIServers(tr *Tracker, clock *fakeClock, writes []write, delay time.Duration) {
+	type arrival struct {
+		at time.Time
+		ev decode.Event
+	}
+	var arrivals []arrival
+	for i, w := range writes {
+		ev := w.event()
+		at := ev.StageTimestamp.Truncate(time.Second).Add(time.Second) // the batch of its second
+		if i%2 == 1 {
+			at = at.Add(delay)
+		}
+		arrivals = append(arrivals, arrival{at, ev})
+	}
+	sort.SliceStable(arrivals, func(i, j int) bool { return arrivals[i].at.Before(arrivals[j].at) })
+	for i := 0; i < len(arrivals); {
+		j := i
+		var batch []decode.Event
+		for ; j < len(arrivals) && arrivals[j].at.Equal(arrivals[i].at); j++ {
+			batch = append(batch, arrivals[j].ev)
+		}
+		clock.Set(arrivals[i].at)
+		tr.ObserveBatch(batch, nil)
+		i = j
+	}
+	tr.Flush()
 }

@@ -42,6 +42,8 @@ func (c *Cluster) startExporter(ctx context.Context, dir string) error {
 		"--tls-cert-file="+c.tls.serverCert,
 		"--tls-key-file="+c.tls.serverKey,
 		"--client-ca-file="+c.tls.caFile,
+		// The demo's API server sends a batch every second and retries a refused one after 1 s.
+		"--reorder-wait=3s",
 	)
 	if err != nil {
 		return err

@@ -32,7 +32,7 @@ type ControlPlaneOptions struct {
 	StartTimeout time.Duration
 }
 
-// ControlPlane is a running etcd + kube-apiserver pair.
+// ControlPlane is a running etcd + kube-apiserver pair, and the further API servers added to it.
 type ControlPlane struct {
 	dir          string
 	host         string
@@ -41,6 +41,10 @@ type ControlPlane struct {
 	auditLogPath string
 	etcd         *process
 	apiserver    *process
+	// etcdURL, saKey and saPub are what further API servers share with the first.
+	etcdURL      string
+	saKey, saPub string
+	more         []*APIServer
 }
 
 // adminUser is the identity behind AdminConfig; system:masters bypasses RBAC.
@@ -78,6 +82,7 @@ func StartControlPlane(ctx context.Context, opts ControlPlaneOptions) (cp *Contr
 	if err != nil {
 		return cp, err
 	}
+	cp.etcdURL = etcdURL
 	if err := cp.startAPIServer(ctx, apiserverBin, etcdURL, opts); err != nil {
 		return cp, err
 	}
@@ -151,6 +156,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	if err != nil {
 		return err
 	}
+	cp.saKey, cp.saPub = saKey, saPub
 	port, err := freePort()
 	if err != nil {
 		return err
@@ -167,21 +173,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 		return err
 	}
 	cp.auditLogPath = auditLog
-	args := []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port=" + port,
-		"--tls-cert-file=" + servingCert,
-		"--tls-private-key-file=" + servingKey,
-		"--client-ca-file=" + caFile,
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + saPub,
-		"--service-account-signing-key-file=" + saKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--allow-privileged=true",
-	}
+	args := apiServerArgs(etcdURL, port, servingCert, servingKey, caFile, saPub, saKey)
 	args = append(args, audit...)
 	args = append(args, opts.ExtraAPIServerArgs...)
 	p, err := startProcess("kube-apiserver", bin, args, nil, filepath.Join(cp.dir, "kube-apiserver.log"))
@@ -199,10 +191,32 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	})
 }
 
-// Stop stops kube-apiserver, then etcd. kube-apiserver gets a short grace period and then SIGKILL:
-// once etcd is gone it can hang in shutdown. The directory is kept.
+// apiServerArgs is the command line every kube-apiserver of a control plane shares.
+func apiServerArgs(etcdURL, port, servingCert, servingKey, caFile, saPub, saKey string) []string {
+	return []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + port,
+		"--tls-cert-file=" + servingCert,
+		"--tls-private-key-file=" + servingKey,
+		"--client-ca-file=" + caFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + saPub,
+		"--service-account-signing-key-file=" + saKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--allow-privileged=true",
+	}
+}
+
+// Stop stops the API servers, then etcd. kube-apiserver gets a short grace period and then
+// SIGKILL: once etcd is gone it can hang in shutdown. The directory is kept.
 func (cp *ControlPlane) Stop() error {
 	var errs []error
+	for _, a := range cp.more {
+		errs = append(errs, a.Stop())
+	}
 	if cp.apiserver != nil {
 		errs = append(errs, cp.apiserver.stop(5*time.Second))
 	}
@@ -225,6 +239,12 @@ func (cp *ControlPlane) Logs() map[string]string {
 	}
 	if cp.auditLogPath != "" {
 		logs["audit"] = cp.auditLogPath
+	}
+	for i, a := range cp.more {
+		logs[a.process.name] = a.process.logPath
+		if a.auditLogPath != "" {
+			logs[fmt.Sprintf("audit-%d", i+2)] = a.auditLogPath
+		}
 	}
 	return logs
 }
