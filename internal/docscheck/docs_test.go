@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -236,4 +237,89 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return abs
+}
+
+// linkRE matches a Markdown link's target: [text](target).
+var linkRE = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestRelativeLinksResolve: every relative link of the README and docs/ names a file or folder
+// of the repository, so a page moved or renamed cannot leave a reader at a dead link.
+func TestRelativeLinksResolve(t *testing.T) {
+	n := 0
+	for _, page := range pages(t) {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			for _, m := range linkRE.FindAllStringSubmatch(line, -1) {
+				target, _, _ := strings.Cut(m[1], "#")
+				if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				n++
+				if _, err := os.Stat(filepath.Join(filepath.Dir(page), target)); err != nil {
+					t.Errorf("%s:%d: link %s: no such file", strings.TrimPrefix(page, root+"/"), i+1, m[1])
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no relative link found: the page walk is broken")
+	}
+}
+
+// TestTestingPageMapsEveryAlert: docs/testing.md's table of where each alert fires names every
+// declared alert, and every test it names exists, so the table cannot silently fall behind a new
+// alert or a renamed test.
+func TestTestingPageMapsEveryAlert(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(root, "docs", "testing.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "## Where each alert fires")
+	if !ok {
+		t.Fatal("docs/testing.md has no section \"Where each alert fires\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, a := range gen.Alerts() {
+		if !strings.Contains(section, "`"+a.FullName()+"`") {
+			t.Errorf("docs/testing.md does not say where %s fires", a.FullName())
+		}
+	}
+	var tests []string
+	for _, m := range regexp.MustCompile("`(Test[A-Za-z0-9_]+)`").FindAllStringSubmatch(section, -1) {
+		tests = append(tests, m[1])
+	}
+	if len(tests) == 0 {
+		t.Fatal("the section names no test")
+	}
+	declared := map[string]bool{}
+	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(`)
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "tools" || d.Name() == "bin" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(path, "_test.go") {
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			for _, m := range decl.FindAllStringSubmatch(string(src), -1) {
+				declared[m[1]] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range tests {
+		if !declared[name] {
+			t.Errorf("docs/testing.md names %s, which no test file declares", name)
+		}
+	}
 }
