@@ -68,16 +68,16 @@ unit: lint ## The fast loop: the linters and every Go test that needs no real co
 # the CI test that fires it). `make e2e` runs them all.
 CI_SCENES ?= healthy,write-fight,replica-race,relist-storm,error-storm,leader-lost,unserved-metrics
 
-# STAGES collects make test's stage times (tools/stage), printed at its end.
+# STAGES collects make test's stage times (tools/stage), printed at its end. promtool's run of
+# testrules/ is in the Go tests (testrules.TestPromtoolUnitTests), not a stage of its own.
 STAGES := $(BIN)/test-stages.txt
 STAGE = $(CURDIR)/tools/stage $(STAGES)
 
-test: tools binaries ## Everything CI runs, in timed stages: lint, staleness, promtool, a brief fuzz, then the Go tests on the real components beside the e2e matrix's CI scenes.
+test: tools binaries ## Everything CI runs, in timed stages: lint, staleness, a brief fuzz, then the Go tests (promtool's included) on the real components beside the e2e matrix's CI scenes.
 	@rm -f $(STAGES)
 	@trap 'echo; echo "== make test stage times"; cat $(STAGES)' EXIT; \
 	$(STAGE) lint $(MAKE) -s --no-print-directory lint && \
 	$(STAGE) check-generated $(MAKE) -s --no-print-directory check-generated && \
-	$(STAGE) promtool $(MAKE) -s --no-print-directory test-rules && \
 	$(STAGE) fuzz $(MAKE) -s --no-print-directory fuzz-brief && \
 	$(STAGE) tool-modules $(MAKE) -s --no-print-directory test-tool-modules && \
 	{ $(STAGE) e2e-ci-scenes $(MAKE) -s --no-print-directory e2e-ci > $(BIN)/e2e-ci.log 2>&1 & scenes=$$!; \

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -437,11 +438,17 @@ func TestReplicasSeeAFightAndARaceAcrossTwoAPIServersWhole(t *testing.T) {
 						}
 					}
 					fightLine := func(m string) float64 {
-						return sample(m, fmt.Sprintf(`loopwatch_audit_fight_handoffs{actor_a="system:serviceaccount:%s:fighter-a",actor_b="system:serviceaccount:%s:fighter-b",`, ns, ns)+
-							fmt.Sprintf(`field_manager_a="exporter.test",field_manager_b="exporter.test",group="",mutating_webhook="",object_name=%q,object_namespace=%q,resource="configmaps",subresource=""}`, fought, ns))
+						return sampleWith(m, "loopwatch_audit_fight_handoffs", map[string]string{
+							"actor_a": "system:serviceaccount:" + ns + ":fighter-a", "actor_b": "system:serviceaccount:" + ns + ":fighter-b",
+							"field_manager_a": "exporter.test", "field_manager_b": "exporter.test", "group": "", "mutating_webhook": "",
+							"object_name": fought, "object_namespace": ns, "resource": "configmaps", "subresource": "",
+						})
 					}
 					raceLine := func(m string) float64 {
-						return sample(m, fmt.Sprintf(`loopwatch_audit_replica_race_pods{actor="system:serviceaccount:%s:racer",group="",object_name=%q,object_namespace=%q,resource="configmaps",subresource=""}`, ns, raced, ns))
+						return sampleWith(m, "loopwatch_audit_replica_race_pods", map[string]string{
+							"actor": "system:serviceaccount:" + ns + ":racer", "group": "", "object_name": raced,
+							"object_namespace": ns, "resource": "configmaps", "subresource": "",
+						})
 					}
 					var got map[string][2]float64
 					var counted float64
@@ -478,6 +485,35 @@ func TestReplicasSeeAFightAndARaceAcrossTwoAPIServersWhole(t *testing.T) {
 }
 
 // handoffCount sums a replica's loopwatch_audit_handoffs_total between the two fighters.
+// sampleWith returns the value of the first series of the family name that has every label of
+// want (other labels, such as the actors' workloads, may be there too), or -1.
+func sampleWith(metrics, name string, want map[string]string) float64 {
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, '}')
+		if i < 0 {
+			continue
+		}
+		set := "," + line[len(name)+1:i] + ","
+		match := true
+		for k, v := range want {
+			if !strings.Contains(set, ","+k+"="+strconv.Quote(v)+",") {
+				match = false
+				break
+			}
+		}
+		if match {
+			v, err := strconv.ParseFloat(strings.TrimSpace(line[i+1:]), 64)
+			if err == nil {
+				return v
+			}
+		}
+	}
+	return -1
+}
+
 func handoffCount(metrics, ns string) float64 {
 	total := 0.0
 	for _, line := range strings.Split(metrics, "\n") {

@@ -25,7 +25,10 @@ func TestPromtoolCheckRules(t *testing.T) {
 }
 
 // TestPromtoolUnitTests runs `promtool test rules` on every test file: generated and scenarios.
+// It and the other configs' suites run side by side (go test's -parallel, GOMAXPROCS at a time):
+// each promtool run takes one core for minutes.
 func TestPromtoolUnitTests(t *testing.T) {
+	t.Parallel()
 	args := append([]string{"test", "rules"}, testFiles(t)...)
 	out, err := runPromtool(t, args...)
 	if err != nil {
@@ -42,12 +45,14 @@ func TestGeneratedTestsPassForOtherConfigs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs promtool on several generated suites")
 	}
+	t.Parallel()
 	configs, err := filepath.Glob("../gen/testdata/config/*.good.yaml")
 	if err != nil || len(configs) == 0 {
 		t.Fatalf("no config fixtures: %v", err)
 	}
 	for _, path := range configs {
 		t.Run(filepath.Base(path), func(t *testing.T) {
+			t.Parallel()
 			cfg, err := gen.Load(path)
 			if err != nil {
 				t.Fatal(err)
