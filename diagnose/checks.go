@@ -2,6 +2,10 @@ package diagnose
 
 import (
 	"slices"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/gen"
@@ -63,8 +67,107 @@ const (
 	byNone attribution = "none"
 )
 
-// checks is the playbook: one check per loopwatch alert (TestEveryAlertHasACheck).
-func checks() []*check {
+// checks is the playbook: one check per loopwatch alert (TestEveryAlertHasOneCheck), the
+// hand-written ones (playbook) and a derived one for every other alert (derivedCheck), so that
+// adding an alert needs nothing here for diagnose to judge it.
+func checks() []*check { return withDerived(handWritten(), gen.Alerts()) }
+
+// handWritten returns the playbook's hand-written checks; tests replace it to try an alert
+// without one.
+var handWritten = playbook
+
+// withDerived returns the hand-written checks followed by a derived check for every alert of
+// alerts that has none.
+func withDerived(hand []*check, alerts []*gen.Alert) []*check {
+	out := hand
+	for _, a := range alerts {
+		if !slices.ContainsFunc(hand, func(c *check) bool { return c.alert == a }) {
+			out = append(out, derivedCheck(a))
+		}
+	}
+	return out
+}
+
+// derivedCheck is the check of an alert without a hand-written one, derived from its
+// declaration: its signals are named from its expression's comparisons (derivedSignals), its
+// scope from the labels of its level, and it needs the catalogued families its expression reads
+// through the recording rules (gen.Model.Families). It is optional: a controller without those
+// series is not applicable rather than unchecked, since nothing says the alert concerns every
+// controller. A hand-written check adds context signals, headline numbers, gaps and better names.
+func derivedCheck(a *gen.Alert) *check {
+	c := &check{alert: a, scope: scopeOf(a.LabelNames(gen.Default())), optional: true}
+	if m, err := defaultModel(); err == nil {
+		if fams, ok, err := m.Families(a); ok && err == nil {
+			c.needs = fams
+		}
+	}
+	return c
+}
+
+// defaultModel is the model of the default config, built once: what an alert reads does not
+// depend on the config (only its selectors and thresholds do).
+var defaultModel = sync.OnceValues(func() (*gen.Model, error) { return gen.Build(gen.Default()) })
+
+// scopeOf ties a derived check's findings to controllers by the labels its alert carries.
+func scopeOf(labels []string) attribution {
+	switch {
+	case slices.Contains(labels, "controller"):
+		return byController
+	case slices.Contains(labels, "actor"), slices.Contains(labels, "actor_a"):
+		return byActor
+	case slices.Contains(labels, "pod"):
+		return byProcess
+	case slices.Contains(labels, "job") && slices.Contains(labels, "namespace"):
+		return byWorkload
+	}
+	return byNone
+}
+
+// derivedSignals names the signals of a check that names none: each compared expression by the
+// metric or recording rule it reads when it reads one, else by its PromQL (the evidence shows
+// the query either way), with a unit guessed from that name.
+func derivedSignals(conds []condition) []signalSpec {
+	var out []signalSpec
+	for _, cond := range conds {
+		for _, s := range cond.signals {
+			name := oneLine(s)
+			if e, err := promqlParser.ParseExpr(s); err == nil {
+				var read []string
+				parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+					if vs, ok := n.(*parser.VectorSelector); ok && !slices.Contains(read, vs.Name) {
+						read = append(read, vs.Name)
+					}
+					return nil
+				})
+				if len(read) == 1 {
+					name = read[0]
+				}
+			}
+			if len(name) > 120 {
+				name = name[:117] + "..."
+			}
+			out = append(out, signalSpec{name: name, unit: guessUnit(name)})
+		}
+	}
+	return out
+}
+
+// guessUnit reads a signal's unit from the conventions of its name: ratios and shares, rates
+// (a recording rule's :rate5m, a rate() call), seconds; anything else is a count.
+func guessUnit(name string) Unit {
+	switch {
+	case strings.Contains(name, "ratio"), strings.Contains(name, "share"):
+		return UnitRatio
+	case strings.Contains(name, ":rate"), strings.Contains(name, "rate("):
+		return UnitPerSecond
+	case strings.Contains(name, "seconds"):
+		return UnitSeconds
+	}
+	return UnitCount
+}
+
+// playbook returns the hand-written checks.
+func playbook() []*check {
 	return []*check{
 		{
 			alert: gen.QueueBacklog,

@@ -181,7 +181,15 @@ func name(a *gen.Alert) string {
 	return a.FullName()
 }
 
+// Every alert has one check, hand-written or derived, and no hand-written check names an alert
+// twice or one gen does not declare.
 func TestEveryAlertHasOneCheck(t *testing.T) {
+	hand := map[*gen.Alert]int{}
+	for _, c := range playbook() {
+		if hand[c.alert]++; hand[c.alert] > 1 {
+			t.Errorf("%s has %d hand-written checks", c.alert.FullName(), hand[c.alert])
+		}
+	}
 	count := map[*gen.Alert]int{}
 	for _, c := range checks() {
 		count[c.alert]++
