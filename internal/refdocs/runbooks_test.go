@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/loopwatch/loopwatch/gen"
 )
@@ -118,5 +121,43 @@ func TestWithHeaderRefusesBrokenMarkers(t *testing.T) {
 		if _, err := withHeader([]byte(page), "body"); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// forClause matches a `for:` duration stated in prose: "for 15 minutes", "for 2 more minutes".
+var forClause = regexp.MustCompile(`\bfor (\d+) (?:more )?(minute|hour)s?\b`)
+
+// The hand-written paragraph under the header that says in words when the alert fires states
+// its `for:` duration, the fact most often changed in a declaration: it must be the declared one.
+func TestFiresWhenProseStatesTheDeclaredFor(t *testing.T) {
+	checked := 0
+	for _, a := range gen.Alerts() {
+		path := filepath.Join(repoRoot, runbookDir, a.FullName()+".md")
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, after, ok := strings.Cut(string(raw), headerEnd)
+		if !ok {
+			continue // Reported by TestEveryRunbookHasOneHeader.
+		}
+		para, _, _ := strings.Cut(strings.TrimLeft(after, "\n"), "\n\n")
+		if !strings.HasPrefix(para, "It fires when") {
+			continue
+		}
+		for _, m := range forClause.FindAllStringSubmatch(para, -1) {
+			n, _ := strconv.Atoi(m[1])
+			d := time.Duration(n) * time.Minute
+			if m[2] == "hour" {
+				d = time.Duration(n) * time.Hour
+			}
+			checked++
+			if want := time.Duration(gen.Default().Alerts[a.Key].For); d != want {
+				t.Errorf("%s: the prose says %q, the declaration's for: is %s", path, m[0], want)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Errorf("only %d for: clauses found in the runbooks' prose", checked)
 	}
 }
