@@ -20,7 +20,7 @@ help: ## List the targets.
 	@grep -hE '^[a-zA-Z0-9_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-22s %s\n", $$1, $$2}'
 
 .PHONY: generate
-generate: generate-operator generate-examples ## Rebuild rules/, dashboards/, jsonnet/, testrules/, alertmanager/ and the reference docs from the declarations (gen/), and the operator's generated code.
+generate: generate-operator generate-examples ## Rebuild rules/, dashboards/, jsonnet/, testrules/, alertmanager/, the reference docs and the runbooks' headers from the declarations (gen/), and the operator's generated code.
 	$(GO) run ./cmd/loopwatch gen --out .
 	$(GO) run ./internal/refdocs
 
@@ -44,7 +44,7 @@ check-generated: $(BIN)/controller-gen ## Fail when the committed generated file
 	  diff -r -x '*.go' -x scenarios "$$tmp/$$d" "$$d" || { echo "generated $$d/ is stale: run 'make generate' and commit" >&2; exit 1; }; \
 	done
 	@$(GO) run ./internal/refdocs
-	@git diff --exit-code --stat -- docs/configuration.md docs/runbooks/README.md docs/exporter.md || { echo "reference docs are stale: run 'make generate' and commit" >&2; exit 1; }
+	@git diff --exit-code --stat -- docs/configuration.md docs/runbooks/ docs/exporter.md || { echo "reference docs are stale: run 'make generate' and commit" >&2; exit 1; }
 	@$(MAKE) -s generate-operator generate-examples
 	@git diff --exit-code --stat -- operator/api operator/config examples/controllers || { echo "operator's or examples' generated code is stale: run 'make generate' and commit" >&2; exit 1; }
 	@echo "generated files are fresh"

@@ -3,6 +3,9 @@ package diagnose
 import (
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/loopwatch/loopwatch/catalogue"
 	"github.com/loopwatch/loopwatch/gen"
@@ -11,7 +14,8 @@ import (
 // check is one step of the playbook: the failure one of loopwatch's alerts catches, read the
 // way the alert reads it (its own expression, see conditions), with what the playbook adds: the
 // names of the numbers, context the alert does not compare, how a finding is tied to a
-// controller, which other failures it explains, and what to do next.
+// controller and which other failures it explains. What to do next is the alert's own
+// (gen.Alert.NextStep), the text its annotation and runbook carry too.
 type check struct {
 	alert *gen.Alert
 	// signals name the signals of the alert's conditions, in the order conditions finds them.
@@ -33,8 +37,6 @@ type check struct {
 	// controller (no-data), or has nothing to look at when optional (not-applicable).
 	needs    []catalogue.Metric
 	optional bool
-	// next is the next step; <label> is replaced by the finding's label value.
-	next string
 }
 
 // signalSpec names one signal.
@@ -65,8 +67,107 @@ const (
 	byNone attribution = "none"
 )
 
-// checks is the playbook: one check per loopwatch alert (TestEveryAlertHasACheck).
-func checks() []*check {
+// checks is the playbook: one check per loopwatch alert (TestEveryAlertHasOneCheck), the
+// hand-written ones (playbook) and a derived one for every other alert (derivedCheck), so that
+// adding an alert needs nothing here for diagnose to judge it.
+func checks() []*check { return withDerived(handWritten(), gen.Alerts()) }
+
+// handWritten returns the playbook's hand-written checks; tests replace it to try an alert
+// without one.
+var handWritten = playbook
+
+// withDerived returns the hand-written checks followed by a derived check for every alert of
+// alerts that has none.
+func withDerived(hand []*check, alerts []*gen.Alert) []*check {
+	out := hand
+	for _, a := range alerts {
+		if !slices.ContainsFunc(hand, func(c *check) bool { return c.alert == a }) {
+			out = append(out, derivedCheck(a))
+		}
+	}
+	return out
+}
+
+// derivedCheck is the check of an alert without a hand-written one, derived from its
+// declaration: its signals are named from its expression's comparisons (derivedSignals), its
+// scope from the labels of its level, and it needs the catalogued families its expression reads
+// through the recording rules (gen.Model.Families). It is optional: a controller without those
+// series is not applicable rather than unchecked, since nothing says the alert concerns every
+// controller. A hand-written check adds context signals, headline numbers, gaps and better names.
+func derivedCheck(a *gen.Alert) *check {
+	c := &check{alert: a, scope: scopeOf(a.LabelNames(gen.Default())), optional: true}
+	if m, err := defaultModel(); err == nil {
+		if fams, ok, err := m.Families(a); ok && err == nil {
+			c.needs = fams
+		}
+	}
+	return c
+}
+
+// defaultModel is the model of the default config, built once: what an alert reads does not
+// depend on the config (only its selectors and thresholds do).
+var defaultModel = sync.OnceValues(func() (*gen.Model, error) { return gen.Build(gen.Default()) })
+
+// scopeOf ties a derived check's findings to controllers by the labels its alert carries.
+func scopeOf(labels []string) attribution {
+	switch {
+	case slices.Contains(labels, "controller"):
+		return byController
+	case slices.Contains(labels, "actor"), slices.Contains(labels, "actor_a"):
+		return byActor
+	case slices.Contains(labels, "pod"):
+		return byProcess
+	case slices.Contains(labels, "job") && slices.Contains(labels, "namespace"):
+		return byWorkload
+	}
+	return byNone
+}
+
+// derivedSignals names the signals of a check that names none: each compared expression by the
+// metric or recording rule it reads when it reads one, else by its PromQL (the evidence shows
+// the query either way), with a unit guessed from that name.
+func derivedSignals(conds []condition) []signalSpec {
+	var out []signalSpec
+	for _, cond := range conds {
+		for _, s := range cond.signals {
+			name := oneLine(s)
+			if e, err := promqlParser.ParseExpr(s); err == nil {
+				var read []string
+				parser.Inspect(e, func(n parser.Node, _ []parser.Node) error {
+					if vs, ok := n.(*parser.VectorSelector); ok && !slices.Contains(read, vs.Name) {
+						read = append(read, vs.Name)
+					}
+					return nil
+				})
+				if len(read) == 1 {
+					name = read[0]
+				}
+			}
+			if len(name) > 120 {
+				name = name[:117] + "..."
+			}
+			out = append(out, signalSpec{name: name, unit: guessUnit(name)})
+		}
+	}
+	return out
+}
+
+// guessUnit reads a signal's unit from the conventions of its name: ratios and shares, rates
+// (a recording rule's :rate5m, a rate() call), seconds; anything else is a count.
+func guessUnit(name string) Unit {
+	switch {
+	case strings.Contains(name, "ratio"), strings.Contains(name, "share"):
+		return UnitRatio
+	case strings.Contains(name, ":rate"), strings.Contains(name, "rate("):
+		return UnitPerSecond
+	case strings.Contains(name, "seconds"):
+		return UnitSeconds
+	}
+	return UnitCount
+}
+
+// playbook returns the hand-written checks.
+func playbook() []*check {
 	return []*check{
 		{
 			alert: gen.QueueBacklog,
@@ -78,7 +179,6 @@ func checks() []*check {
 			extras: func(q queries) []signalSpec { return []signalSpec{q.depthByPriority(), q.workersBusy()} },
 			scope:  byController,
 			needs:  []catalogue.Metric{catalogue.WorkqueueDepth, catalogue.WorkqueueAddsTotal, catalogue.WorkqueueWorkDurationSeconds},
-			next:   "Find why completions lag behind adds: the causes listed with this one, else saturated workers (raise MaxConcurrentReconciles when reconciles wait on I/O) or a burst of adds (predicates such as GenerationChangedPredicate keep metadata churn out).",
 		},
 		{
 			alert: gen.QueueWaitHigh,
@@ -89,7 +189,6 @@ func checks() []*check {
 			extras: func(q queries) []signalSpec { return []signalSpec{q.depthByPriority(), q.workersBusy()} },
 			scope:  byController,
 			needs:  []catalogue.Metric{catalogue.WorkqueueQueueDurationSeconds, catalogue.WorkqueueDepth},
-			next:   "Items wait behind others: when priority -100 items (initial list, resync) fill the queue this is a startup or resync storm; otherwise add workers or make reconciles faster.",
 		},
 		{
 			alert: gen.ReconcileSlow,
@@ -99,7 +198,6 @@ func checks() []*check {
 			extras: func(q queries) []signalSpec { return []signalSpec{q.meanReconcile(), q.workersBusy()} },
 			scope:  byController,
 			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTimeSeconds},
-			next:   "Find the slow call: put timeouts on calls to external systems, read from the informer cache with field indexes instead of the API server, and compare with the API calls per reconcile.",
 		},
 		{
 			alert: gen.ProcessorStuck,
@@ -109,7 +207,6 @@ func checks() []*check {
 			extras: func(q queries) []signalSpec { return []signalSpec{q.unfinishedWork(), q.workersBusy()} },
 			scope:  byController,
 			needs:  []catalogue.Metric{catalogue.WorkqueueLongestRunningProcessorSeconds},
-			next:   "A worker is blocked on one item: take a goroutine dump (SIGQUIT, or /debug/pprof/goroutine?debug=2) of a pod of <namespace>/<job> and put a timeout (context.WithTimeout) on the call it waits on.",
 		},
 		{
 			alert: gen.ReconcileErrors,
@@ -119,7 +216,6 @@ func checks() []*check {
 			extras: func(q queries) []signalSpec { return []signalSpec{q.reconcilesByResult(), q.retries()} },
 			scope:  byController,
 			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:   "Read the errors: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -i error. Expected waits should return ctrl.Result{RequeueAfter: d} with a nil error: those count as requeue_after, not as errors.",
 		},
 		{
 			alert: gen.ReconcilePanics,
@@ -130,7 +226,6 @@ func checks() []*check {
 			scope:    byController,
 			needs:    []catalogue.Metric{catalogue.ControllerRuntimeReconcilePanicsTotal},
 			optional: true,
-			next:     "Read the stack trace: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -A 30 -i panic. Guard the nil pointer or index the trace points at; controller-runtime retries the object with backoff until then.",
 		},
 		{
 			alert: gen.PatchRateHigh,
@@ -140,7 +235,6 @@ func checks() []*check {
 			extras: func(q queries) []signalSpec { return []signalSpec{q.reconcileRate()} },
 			scope:  byProcess,
 			needs:  []catalogue.Metric{catalogue.RESTClientRequestsTotal},
-			next:   "Find what pod <namespace>/<pod> patches and why: the audit exporter's writes by actor name the objects. Patch only when the object differs from what it should be, and keep the controller's own writes from waking it (predicates).",
 		},
 		{
 			alert: gen.HotLoop,
@@ -156,7 +250,6 @@ func checks() []*check {
 			extras: func(q queries) []signalSpec { return []signalSpec{q.writesByVerb()} },
 			scope:  byController,
 			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal, catalogue.ControllerRuntimeReconcileTimeSeconds, catalogue.RESTClientRequestsTotal},
-			next:   "Stop the controller re-triggering itself: do not write what changes on every pass (timestamps, counters, a status rebuilt each time), patch status only when it changed, and filter its own updates with GenerationChangedPredicate.",
 		},
 		{
 			alert: gen.APICallsPerReconcileHigh,
@@ -167,7 +260,6 @@ func checks() []*check {
 			extras: func(q queries) []signalSpec { return []signalSpec{q.callsPerReconcileByVerb(), q.requestsByMethod()} },
 			scope:  byProcess,
 			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal, catalogue.RESTClientRequestsTotal},
-			next:   "Read through the manager's cached client instead of the API server, look objects up by a field index instead of listing and filtering, and never GET per object in a loop.",
 		},
 		{
 			alert: gen.FinalizerStuck,
@@ -177,7 +269,6 @@ func checks() []*check {
 			scope:    byController,
 			needs:    []catalogue.Metric{catalogue.ControllerFinalizerOldestPendingSeconds},
 			optional: true,
-			next:     "Bound the clean-up finalizer <finalizer> guards with a timeout and remove the finalizer when it gives up (an orphan sweep can finish later); list the stuck objects: those with a deletionTimestamp that still carry <finalizer>.",
 		},
 		{
 			alert: gen.WorkqueueMetricsMissing,
@@ -189,7 +280,6 @@ func checks() []*check {
 			blinds: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ProcessorStuck},
 			reason: "its process serves no workqueue series: another workqueue metrics provider registered first",
 			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:   "Another workqueue metrics provider was registered before controller-runtime's (client-go's workqueue.SetProvider: the first caller wins). Remove it or let controller-runtime register first; until then queue depth, growth and wait cannot be checked.",
 		},
 		{
 			alert: gen.WorkqueueControllerLabelMissing,
@@ -201,7 +291,6 @@ func checks() []*check {
 			blinds: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.ProcessorStuck},
 			reason: "its workqueue series carry no controller label, as with controller-runtime v0.18 or older",
 			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:   "The job's controllers are built with controller-runtime v0.18 or older, whose workqueue series carry the queue's name but no controller label. Upgrade controller-runtime to v0.19 or later, or copy name into controller for the job's workqueue_* series in its metric relabeling (the alert's runbook has the rule); until then queue depth, growth, wait and stuck workers cannot be checked.",
 		},
 		{
 			alert: gen.ClassicHistogramsMissing,
@@ -213,7 +302,6 @@ func checks() []*check {
 			blinds: []*gen.Alert{gen.ReconcileSlow, gen.QueueWaitHigh, gen.QueueBacklog},
 			reason: "Prometheus keeps its histograms as native histograms only, without the classic series",
 			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:   "Prometheus ingests this job's histograms as native histograms only (scrape_native_histograms or convert_classic_histograms_to_nhcb without always_scrape_classic_histograms). Set always_scrape_classic_histograms: true on its scrape configuration (scrapeClassicHistograms: true on its ServiceMonitor or PodMonitor); until then reconcile latency, queue wait and queue backlog cannot be checked.",
 		},
 		{
 			alert: gen.MaxConcurrentReconcilesMissing,
@@ -225,7 +313,6 @@ func checks() []*check {
 			blinds: []*gen.Alert{gen.QueueBacklog, gen.QueueWaitHigh, gen.WorkqueueMetricsMissing, gen.WorkqueueControllerLabelMissing},
 			reason: "its scrape drops controller_runtime_max_concurrent_reconciles",
 			needs:  []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:   "The job's metric relabeling drops controller_runtime_max_concurrent_reconciles (a keep-list that leaves it out). Keep it (the alert's runbook has a keep-list with every metric loopwatch reads); until then queue depth, growth and wait, and the workqueue setup checks, cannot be checked.",
 		},
 		{
 			alert: gen.ControllerMetricsMissing,
@@ -235,7 +322,6 @@ func checks() []*check {
 			},
 			scope: byNone,
 			gap:   true,
-			next:  "Fetch the target's /metrics and look for controller_runtime_reconcile_total: its controllers did not start, or their metrics go to a registry the manager does not serve.",
 		},
 		{
 			alert: gen.LeaderMissing,
@@ -245,7 +331,6 @@ func checks() []*check {
 			scope:    byWorkload,
 			needs:    []catalogue.Metric{catalogue.LeaderElectionMasterStatus},
 			optional: true,
-			next:     "Nothing reconciles: read the replicas' logs for lease errors and check the lease: kubectl -n <namespace> get lease <name> -o yaml.",
 		},
 		{
 			alert: gen.LeaderMultiple,
@@ -255,7 +340,6 @@ func checks() []*check {
 			scope:    byWorkload,
 			needs:    []catalogue.Metric{catalogue.LeaderElectionMasterStatus},
 			optional: true,
-			next:     "Make every replica use the same lease (LeaderElectionID and LeaderElectionNamespace) and check that their clocks agree.",
 		},
 		{
 			alert: gen.LeaderFlapping,
@@ -265,7 +349,6 @@ func checks() []*check {
 			scope:    byWorkload,
 			needs:    []catalogue.Metric{catalogue.LeaderElectionMasterStatus},
 			optional: true,
-			next:     "Replicas hand the lease back and forth: look for restarts (kubectl -n <namespace> get pods), CPU throttling and slow API calls; a longer lease duration and renew deadline ride them out.",
 		},
 		{
 			alert: gen.ErrorBudgetBurnFast,
@@ -277,7 +360,6 @@ func checks() []*check {
 			},
 			scope: byController,
 			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:  "The reconcile success objective will be missed within days: find and fix the failing call (kubectl -n <namespace> logs deploy/<job> | grep -i error).",
 		},
 		{
 			alert: gen.ErrorBudgetBurnSlow,
@@ -289,7 +371,6 @@ func checks() []*check {
 			},
 			scope: byController,
 			needs: []catalogue.Metric{catalogue.ControllerRuntimeReconcileTotal},
-			next:  "A steady share of reconciles fails: find the failing call before the month's error budget is gone (kubectl -n <namespace> logs deploy/<job> | grep -i error).",
 		},
 		{
 			alert: gen.WriteFight,
@@ -300,7 +381,6 @@ func checks() []*check {
 			scope:    byActor,
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
-			next:     "Find the field both set: kubectl get <resource> -n <object_namespace> <object_name> -o yaml --show-managed-fields. Then make one of <actor_a> and <actor_b> stop writing it, or agree on one owner.",
 		},
 		{
 			alert: gen.HotObject,
@@ -311,7 +391,6 @@ func checks() []*check {
 			scope:    byActor,
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
-			next:     "<actor> rewrites <resource> <object_namespace>/<object_name> again and again: write only when the object differs from what it should be, and keep its own writes from waking it.",
 		},
 		{
 			alert: gen.ReplicaRace,
@@ -322,7 +401,6 @@ func checks() []*check {
 			scope:    byActor,
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
-			next:     "Replicas of <actor> reconcile the same objects at once: turn leader election on (all replicas sharing one lease), or run one replica.",
 		},
 		{
 			alert: gen.ConflictStorm,
@@ -332,7 +410,6 @@ func checks() []*check {
 			scope:    byActor,
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
-			next:     "<actor> updates <resource> from stale reads or races another writer: patch (or server-side apply) instead of update, and look for another writer of the same objects.",
 		},
 		{
 			alert: gen.RelistStorm,
@@ -342,7 +419,6 @@ func checks() []*check {
 			scope:    byActor,
 			needs:    []catalogue.Metric{catalogue.AuditBatchesTotal},
 			optional: true,
-			next:     "Find why <actor> lists <resource> so often: restarts in a loop (kubectl get pods), watches expiring with 410 Gone, or a client listing per reconcile instead of reading the cache.",
 		},
 		{
 			alert: gen.AuditExporterNotReceiving,
@@ -352,7 +428,6 @@ func checks() []*check {
 			},
 			scope: byNone,
 			gap:   true,
-			next:  "Check the API server's --audit-webhook-config-file, the webhook's client certificate and apiserver_audit_error_total: until batches arrive, write fights and replica races go unseen.",
 		},
 		{
 			alert: gen.AuditExporterDropping,
@@ -364,7 +439,6 @@ func checks() []*check {
 			},
 			scope: byNone,
 			gap:   true,
-			next:  "See loopwatch_audit_requests_total and loopwatch_audit_source_deliveries_total by reason: the exporter refuses or drops part of the audit stream, so fights and races may go unseen.",
 		},
 		{
 			alert: gen.AuditWebhookErrors,
@@ -373,7 +447,6 @@ func checks() []*check {
 			},
 			scope: byNone,
 			gap:   true,
-			next:  "The API server drops audit events: check that the exporter is reachable from it and answers quickly.",
 		},
 		{
 			alert: gen.APFRequestsRejected,
@@ -383,7 +456,6 @@ func checks() []*check {
 			scope:    byNone,
 			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolDispatchedRequestsTotal},
 			optional: true,
-			next:     "The controller of FlowSchema <flow_schema> is throttled: find what it sends (its API calls per reconcile, relists, writes that re-trigger it) before giving priority level <priority_level> more seats.",
 		},
 		{
 			alert: gen.APFQueueWaitHigh,
@@ -393,7 +465,6 @@ func checks() []*check {
 			scope:    byNone,
 			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolRequestWaitDurationSeconds},
 			optional: true,
-			next:     "Every seat of priority level <priority_level> is busy: see which FlowSchemas fill it (apiserver_flowcontrol_dispatched_requests_total by flow_schema) and what makes <flow_schema> send more than usual.",
 		},
 		{
 			alert: gen.APFRequestRateHigh,
@@ -403,21 +474,12 @@ func checks() []*check {
 			scope:    byNone,
 			needs:    []catalogue.Metric{catalogue.APIServerFlowcontrolDispatchedRequestsTotal},
 			optional: true,
-			next:     "The controller of FlowSchema <flow_schema> sends many requests: read from its cache, look objects up by field index, and stop writes that re-trigger its reconciles.",
 		},
 	}
 }
 
-// nextStep fills a check's next step with a finding's labels.
-func (c *check) nextStep(labels map[string]string) string {
-	s := c.next
-	for k, v := range labels {
-		if v != "" {
-			s = strings.ReplaceAll(s, "<"+k+">", v)
-		}
-	}
-	return s
-}
+// nextStep is the alert's next step filled with a finding's labels.
+func (c *check) nextStep(labels map[string]string) string { return c.alert.FillNextStep(labels) }
 
 // Symptoms are the failures that alert a causes when both hold, as diagnose ranks them (the
 // relation is gen's, declared once: see gen.Symptoms).

@@ -281,12 +281,16 @@ func (d *diagnosis) plan() error {
 			conds = []condition{{signals: []string{rule.Expr}}}
 			run.conditions = conds
 		}
+		specs := c.signals
+		if specs == nil {
+			specs = derivedSignals(conds)
+		}
 		n := 0
 		for _, cond := range conds {
 			n += len(cond.signals)
 		}
-		if n != len(c.signals) {
-			return fmt.Errorf("check %s names %d signals, its alert's expression compares %d", c.alert.FullName(), len(c.signals), n)
+		if n != len(specs) {
+			return fmt.Errorf("check %s names %d signals, its alert's expression compares %d", c.alert.FullName(), len(specs), n)
 		}
 		k := 0
 		for i := range conds {
@@ -295,7 +299,7 @@ func (d *diagnosis) plan() error {
 				if err != nil {
 					return err
 				}
-				run.signals = append(run.signals, signalData{spec: c.signals[k], query: q, condition: &run.conditions[i], second: j == 1})
+				run.signals = append(run.signals, signalData{spec: specs[k], query: q, condition: &run.conditions[i], second: j == 1})
 				k++
 			}
 		}

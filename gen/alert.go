@@ -1,7 +1,9 @@
 package gen
 
 import (
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 	"unicode"
 )
@@ -30,6 +32,12 @@ type Alert struct {
 	// Summary is a static sentence; Description a template naming the labels that locate the
 	// failure. Both describe the failure itself.
 	Summary, Description string
+	// NextStep is what to do when the alert fires, in one or two sentences. It is written once and
+	// read in three places: the alert's next_step annotation, loopwatch diagnose's next step and
+	// the generated header of the alert's runbook. A placeholder <label> names a label of the
+	// alert's Level (not the cluster label, whose name is configurable): the annotation turns it
+	// into {{ $labels.label }}, diagnose fills it with the finding's value, the runbook keeps it.
+	NextStep string
 	// Panel is the dashboard panel that shows the alert's signal.
 	Panel PanelRef
 	// Cases are the alert's promtool cases, written in terms of its settings: at least one that
@@ -117,3 +125,47 @@ func (a *Alert) group() ruleGroup {
 
 // Range says which values the parameter accepts, e.g. "must be positive".
 func (p Param) Range() string { return p.Check.want }
+
+// placeholder matches a <label> placeholder of a next step.
+var placeholder = regexp.MustCompile(`<([a-z][a-z0-9_]*)>`)
+
+// Placeholders returns the labels the <label> placeholders of text name, in order of appearance.
+func Placeholders(text string) []string {
+	var out []string
+	for _, m := range placeholder.FindAllStringSubmatch(text, -1) {
+		if !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// FillNextStep returns the alert's next step with each placeholder replaced by the label's value
+// in labels; a placeholder whose label is missing or empty stays as it is, so the reader still
+// sees what to fill in.
+func (a *Alert) FillNextStep(labels map[string]string) string {
+	return placeholder.ReplaceAllStringFunc(a.NextStep, func(m string) string {
+		if v := labels[m[1:len(m)-1]]; v != "" {
+			return v
+		}
+		return m
+	})
+}
+
+// nextStepTemplate is the next step as an alert template: each placeholder becomes a reference
+// to the instance's label, which Prometheus renders.
+func nextStepTemplate(text string) string {
+	return placeholder.ReplaceAllString(text, "{{ $$labels.$1 }}")
+}
+
+// levelLabels are the labels a placeholder of the alert's next step may name: its Level's, the
+// cluster label left out.
+func (a *Alert) levelLabels() []string {
+	var out []string
+	for _, l := range a.Level.labels {
+		if !strings.Contains(l, clusterRef) {
+			out = append(out, l)
+		}
+	}
+	return out
+}

@@ -46,6 +46,7 @@ var APFRequestsRejected = &Alert{
 	},
 	Summary:     "The API server rejects a controller's requests.",
 	Description: "API Priority and Fairness rejects {{ $value | humanizePercentage }} of the requests of " + whereFlowSchema + " with 429 Too Many Requests: the priority level's seats are busy and the controller's queues are full, or its requests time out in them. The controller slows down and retries.",
+	NextStep:    "The controller of FlowSchema <flow_schema> is throttled: find what it sends (its API calls per reconcile, relists, writes that re-trigger it) before giving priority level <priority_level> more seats.",
 	Panel:       PanelRef{"apf", "Rejected requests by controller and reason"},
 	Cases: func(c *caseEnv) []Case {
 		share := c.P("share")
@@ -118,7 +119,8 @@ var APFQueueWaitHigh = &Alert{
 			"")) + " > " + e.P("share")
 	},
 	Summary:     "A controller's requests wait long in the API server's queues.",
-	Description: "{{ $value | humanizePercentage }} of the requests of " + whereFlowSchema + " waited more than ⟦@bucket:g⟧s in API Priority and Fairness queues: every seat of the priority level is busy. Look for the FlowSchemas that fill the level, and for what makes this controller send more than usual.",
+	Description: "{{ $value | humanizePercentage }} of the requests of " + whereFlowSchema + " waited more than ⟦@bucket:g⟧s in API Priority and Fairness queues: every seat of the priority level is busy.",
+	NextStep:    "Every seat of priority level <priority_level> is busy: see which FlowSchemas fill it (apiserver_flowcontrol_dispatched_requests_total by flow_schema) and what makes <flow_schema> send more than usual.",
 	Panel:       PanelRef{"apf", "Requests that waited longer than the alert's bucket"},
 	Cases: func(c *caseEnv) []Case {
 		share := c.P("share")
@@ -160,7 +162,8 @@ var APFRequestRateHigh = &Alert{
 		return ownRecorded(recAPFDispatched) + " > " + e.P("threshold")
 	},
 	Summary:     "A controller sends many requests to the API server.",
-	Description: "The API server executes {{ $value | printf \"%.1f\" }} requests per second for " + whereFlowSchema + ". A controller reading from its cache sends few: look for reads per reconcile (N+1), writes that re-trigger reconciles, or relists.",
+	Description: "The API server executes {{ $value | printf \"%.1f\" }} requests per second for " + whereFlowSchema + ". A controller reading from its cache sends few.",
+	NextStep:    "The controller of FlowSchema <flow_schema> sends many requests: read from its cache, look objects up by field index, and stop writes that re-trigger its reconciles.",
 	Panel:       PanelRef{"apf", "Requests by controller"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

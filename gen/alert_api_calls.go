@@ -40,7 +40,8 @@ var APICallsPerReconcileHigh = &Alert{
 			")")
 	},
 	Summary:     "A controller makes many API calls per reconcile.",
-	Description: "The {{ if $labels.controller }}" + whereController + "{{ else }}" + whereTarget + "{{ end }} makes {{ $value | humanize }} API calls per reconcile. Read from the informer cache with field indexes instead of listing or getting per object.",
+	Description: "The {{ if $labels.controller }}" + whereController + "{{ else }}" + whereTarget + "{{ end }} makes {{ $value | humanize }} API calls per reconcile.",
+	NextStep:    "Read through the manager's cached client instead of the API server, look objects up by a field index instead of listing and filtering, and never GET per object in a loop.",
 	Panel:       PanelRef{"controller", "API calls per reconcile"},
 	Cases: func(c *caseEnv) []Case {
 		th, minRate := c.P("threshold"), c.P("minReconcilesPerSecond")

@@ -225,7 +225,8 @@ var WriteFight = &Alert{
 			") >= "+e.P("threshold"))
 	},
 	Summary:     "Two actors keep overwriting each other's writes to one object.",
-	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window){{ if $labels.job }}; {{ $labels.namespace }}/{{ $labels.job }} is one of them{{ end }}. Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
+	Description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing " + whereObject + " ({{ $value }} handoffs in the exporter's fight window){{ if $labels.job }}; {{ $labels.namespace }}/{{ $labels.job }} is one of them{{ end }}. Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}.",
+	NextStep:    "Find the field both set: kubectl get <resource> -n <object_namespace> <object_name> -o yaml --show-managed-fields (the audit dashboard's Active fights table names each actor's field manager). Then make one of <actor_a> and <actor_b> stop writing it, or agree on one owner.",
 	Panel:       PanelRef{"audit", "Active fights"},
 	Cases: func(c *caseEnv) []Case {
 		th := math.Ceil(c.P("threshold"))
@@ -292,6 +293,7 @@ var HotObject = &Alert{
 	},
 	Summary:     "One actor rewrites one object at a high rate.",
 	Description: "{{ $labels.actor }}{{ if $labels.job }} ({{ $labels.namespace }}/{{ $labels.job }}){{ end }} writes " + whereObject + " {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
+	NextStep:    "<actor> rewrites <resource> <object_namespace>/<object_name> again and again: write only when the object differs from what it should be, and keep its own writes from waking it.",
 	Panel:       PanelRef{"audit", "Hot objects"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
@@ -357,7 +359,8 @@ var ReplicaRace = &Alert{
 			") >= "+e.P("threshold"))
 	},
 	Summary:     "Several replicas of one controller write the same object.",
-	Description: "{{ $value }} pods of {{ $labels.actor }}{{ if $labels.job }} ({{ $labels.namespace }}/{{ $labels.job }}){{ end }} wrote " + whereObject + " within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease.",
+	Description: "{{ $value }} pods of {{ $labels.actor }}{{ if $labels.job }} ({{ $labels.namespace }}/{{ $labels.job }}){{ end }} wrote " + whereObject + " within the race window: the replicas reconcile the same objects at once.",
+	NextStep:    "Replicas of <actor> reconcile the same objects at once: turn leader election on (all replicas sharing one lease), or run one replica.",
 	Panel:       PanelRef{"audit", "Replica races"},
 	Cases: func(c *caseEnv) []Case {
 		th := math.Ceil(c.P("threshold"))
@@ -385,6 +388,7 @@ var ConflictStorm = &Alert{
 	Expr:        func(e *exprEnv) string { return recAuditConflicts.Name + " > " + e.P("threshold") },
 	Summary:     "An actor's writes are rejected with 409 Conflict at a high rate.",
 	Description: "{{ $labels.actor }} gets {{ $value | printf \"%.2f\" }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects.",
+	NextStep:    "<actor> updates <resource> from stale reads or races another writer: patch (or server-side apply) instead of update, and look for another writer of the same objects.",
 	Panel:       PanelRef{"audit", "Conflicts (409) by actor"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
@@ -420,7 +424,8 @@ var RelistStorm = &Alert{
 		return sumBy(levelActor, recAuditInitialLists.Name) + " > " + e.P("threshold")
 	},
 	Summary:     "An actor relists a resource at a high rate.",
-	Description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list and watch at Metadata level.",
+	Description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Needs an audit policy that records list and watch at Metadata level.",
+	NextStep:    "Find why <actor> lists <resource> so often: restarts in a loop (kubectl get pods), watches expiring with 410 Gone, or a client listing per reconcile instead of reading the cache.",
 	Panel:       PanelRef{"audit", "Initial lists (relists) by actor"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
@@ -481,7 +486,8 @@ var AuditExporterNotReceiving = &Alert{
 			maxBy(levelExporter, sel("up", s))+" == 0")
 	},
 	Summary:     "The audit exporter receives no audit events.",
-	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} received no audit batch for 10 minutes, or is down: fights, hot objects and races go unseen. Check the API server's --audit-webhook-config-file, the webhook's client certificate, and apiserver_audit_error_total.",
+	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} received no audit batch for 10 minutes, or is down: fights, hot objects and races go unseen.",
+	NextStep:    "Check the API server's --audit-webhook-config-file, the webhook's client certificate and apiserver_audit_error_total, and that the exporter <namespace>/<job> is up and reachable from the API server.",
 	Panel:       PanelRef{"exporter", "Seconds since the last batch"},
 	Cases: func(c *caseEnv) []Case {
 		l := c.Target("exporter")
@@ -539,7 +545,8 @@ var AuditExporterDropping = &Alert{
 			sumBy(levelExporter, rate(sel("loopwatch_audit_source_records_total", s, `reason=~"`+sourceRecordsLost+`"`), "5m"))+" > "+threshold)
 	},
 	Summary:     "The audit exporter rejects or drops audit data.",
-	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
+	Description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): fights and races may go unseen. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
+	NextStep:    "Read the reason of the refusals: loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read.",
 	Panel:       PanelRef{"exporter", "Webhook requests by outcome and reason"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")
@@ -600,6 +607,7 @@ var AuditWebhookErrors = &Alert{
 	},
 	Summary:     "The API server fails to deliver audit events.",
 	Description: "kube-apiserver {{ $labels.instance }} drops {{ $value | printf \"%.2f\" }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps.",
+	NextStep:    "The API server drops audit events: check that the exporter is reachable from it and answers quickly.",
 	Panel:       PanelRef{"exporter", "API server audit errors"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

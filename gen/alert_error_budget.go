@@ -85,6 +85,7 @@ var ErrorBudgetBurnFast = &Alert{
 	Expr:        func(e *exprEnv) string { return burnExpr(e, pageBurns, e.P(minFailedKey)) },
 	Summary:     "A controller burns its reconcile error budget fast.",
 	Description: "The reconciles of " + whereController + " fail at {{ $value | humanizePercentage }}: at this rate the error budget of the reconcile success objective is gone within days.",
+	NextStep:    "The reconcile success objective will be missed within days: find and fix the failing call (kubectl -n <namespace> logs deploy/<job> | grep -i error).",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
 	Cases:       func(c *caseEnv) []Case { return burnCases(c, pageBurns) },
 }
@@ -104,6 +105,7 @@ var ErrorBudgetBurnSlow = &Alert{
 	Expr:        func(e *exprEnv) string { return burnExpr(e, ticketBurns, e.P(minFailedKey)) },
 	Summary:     "A controller burns its reconcile error budget.",
 	Description: "The reconciles of " + whereController + " fail at {{ $value | humanizePercentage }} over hours: the error budget of the reconcile success objective will not last the month.",
+	NextStep:    "A steady share of reconciles fails: find the failing call before the month's error budget is gone (kubectl -n <namespace> logs deploy/<job> | grep -i error).",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
 	Cases:       func(c *caseEnv) []Case { return burnCases(c, ticketBurns) },
 }

@@ -20,6 +20,7 @@ var FinalizerStuck = &Alert{
 	},
 	Summary:     "Objects wait too long on a controller's finalizer.",
 	Description: "The oldest object being deleted that still carries finalizer {{ $labels.finalizer }} of " + whereController + " has waited {{ $value | humanizeDuration }}. The clean-up the finalizer guards is failing or has no timeout.",
+	NextStep:    "Bound the clean-up finalizer <finalizer> guards with a timeout and remove the finalizer when it gives up (an orphan sweep can finish later); list the stuck objects: those with a deletionTimestamp that still carry <finalizer>.",
 	Panel:       PanelRef{"controller", "Oldest object waiting on a finalizer"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

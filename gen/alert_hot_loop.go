@@ -81,6 +81,7 @@ var HotLoop = &Alert{
 	},
 	Summary:     "A controller keeps re-triggering itself with its own writes.",
 	Description: "The " + whereController + " reconciles {{ $value | printf \"%.2f\" }} times per second and writes on every reconcile, rewriting the same objects over and over: each write wakes it again. A value that changes on every pass (a timestamp annotation, a condition whose lastTransitionTime is set each time) keeps the loop going.",
+	NextStep:    "Stop the controller re-triggering itself: do not write what changes on every pass (timestamps, counters, a status rebuilt each time), patch status only when it changed, and filter its own updates with GenerationChangedPredicate.",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
 	Cases: func(c *caseEnv) []Case {
 		rps, wpr, wps := c.P("reconcilesPerSecond"), c.P("writesPerReconcile"), c.P("writesPerSecond")

@@ -54,7 +54,8 @@ var LeaderMissing = &Alert{
 			sumBy(levelLease, leaderSeries(e)+" offset "+e.P("handover")+"s"))
 	},
 	Summary:     "A controller has no leader.",
-	Description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} has held lease {{ $labels.name }} for ⟦@handover:g⟧s: nothing reconciles. Check the replicas' logs for lease renewal errors and the API server's health.",
+	Description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} has held lease {{ $labels.name }} for ⟦@handover:g⟧s: nothing reconciles.",
+	NextStep:    "Read the replicas' logs for lease renewal errors, check the API server's health and the lease: kubectl -n <namespace> get lease <name> -o yaml.",
 	Panel:       PanelRef{"controller", "Leader per lease"},
 	Cases: func(c *caseEnv) []Case {
 		a, b := leaseReplicas(c)
@@ -133,7 +134,8 @@ var LeaderMultiple = &Alert{
 		return sumBy(levelLease, maxBy(levelLease.with(replicaLabel), byReplica(led))) + " > 1"
 	},
 	Summary:     "A controller has more than one leader.",
-	Description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object: check that they share one Lease object (the same lease namespace) and that clocks agree.",
+	Description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object.",
+	NextStep:    "Make every replica use the same Lease object (the same LeaderElectionID and LeaderElectionNamespace) and check that their clocks agree.",
 	Panel:       PanelRef{"controller", "Leader per lease"},
 	Cases: func(c *caseEnv) []Case {
 		a, b := leaseReplicas(c)
@@ -265,6 +267,7 @@ var LeaderFlapping = &Alert{
 	},
 	Summary:     "A controller's leadership changes too often.",
 	Description: "Leadership of lease {{ $labels.name }} in {{ $labels.namespace }}/{{ $labels.job }} changed {{ $value }} times in the last hour. Replicas that crash or miss renewals (CPU throttling, slow API server) hand the lease back and forth; each handover restarts every informer.",
+	NextStep:    "Replicas hand the lease back and forth: look for restarts (kubectl -n <namespace> get pods), CPU throttling and slow API calls; a longer lease duration and renew deadline ride them out.",
 	Panel:       PanelRef{"controller", "Leader per lease"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

@@ -34,6 +34,7 @@ var WorkqueueMetricsMissing = &Alert{
 	},
 	Summary:     "A controller exports no workqueue metrics.",
 	Description: "The " + whereTarget + " exports controller-runtime metrics for controller {{ $labels.controller }} but no workqueue_* series: another workqueue metrics provider was registered before controller-runtime's. Queue depth and wait alerts cannot fire for it.",
+	NextStep:    "Another workqueue metrics provider was registered before controller-runtime's (client-go's workqueue.SetProvider: the first caller wins). Remove it or let controller-runtime register first; until then queue depth, growth and wait cannot be checked.",
 	Panel:       PanelRef{"controller", "Adds vs completions"},
 	Cases: func(c *caseEnv) []Case {
 		l := c.Controller()
@@ -80,7 +81,8 @@ var WorkqueueControllerLabelMissing = &Alert{
 			"  "+countBy(l, sel(controllerStarted, s))+"\n"))
 	},
 	Summary:     "A controller's workqueue metrics lack the controller label.",
-	Description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the workqueue_* series of {{ $value }} of its controllers without the controller label, as controller-runtime v0.18 and older do: queue backlog, queue wait and stuck-worker alerts cannot fire for them. Upgrade controller-runtime to v0.19 or later, or copy the name label into controller for workqueue_* series in the job's metric relabeling.",
+	Description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the workqueue_* series of {{ $value }} of its controllers without the controller label, as controller-runtime v0.18 and older do: queue backlog, queue wait and stuck-worker alerts cannot fire for them.",
+	NextStep:    "The job's controllers are built with controller-runtime v0.18 or older, whose workqueue series carry the queue's name but no controller label. Upgrade controller-runtime to v0.19 or later, or copy name into controller for the job's workqueue_* series in its metric relabeling (the alert's runbook has the rule); until then queue depth, growth, wait and stuck workers cannot be checked.",
 	Panel:       PanelRef{"controller", "Adds vs completions"},
 	Cases: func(c *caseEnv) []Case {
 		l := c.Controller()
@@ -126,7 +128,8 @@ var MaxConcurrentReconcilesMissing = &Alert{
 			"  "+countBy(l, sel(controllerStarted, s))+"\n"))
 	},
 	Summary:     "A controller's metrics lack controller_runtime_max_concurrent_reconciles.",
-	Description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the reconcile metrics of {{ $value }} of its controllers without controller_runtime_max_concurrent_reconciles, which controller-runtime sets when it starts a controller: the job's metric relabeling drops it. The queue backlog and queue wait alerts count a replica's queue only where that series shows the controller runs, and the workqueue setup alerts look controllers up by it: none of them can fire for these controllers. Keep controller_runtime_max_concurrent_reconciles in the job's metric relabeling.",
+	Description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the reconcile metrics of {{ $value }} of its controllers without controller_runtime_max_concurrent_reconciles, which controller-runtime sets when it starts a controller: the job's metric relabeling drops it. The queue backlog and queue wait alerts count a replica's queue only where that series shows the controller runs, and the workqueue setup alerts look controllers up by it: none of them can fire for these controllers.",
+	NextStep:    "The job's metric relabeling drops controller_runtime_max_concurrent_reconciles (a keep-list that leaves it out). Keep it (the alert's runbook has a keep-list with every metric loopwatch reads); until then queue depth, growth and wait, and the workqueue setup checks, cannot be checked.",
 	Panel:       PanelRef{"controller", "Active workers vs max"},
 	Cases: func(c *caseEnv) []Case {
 		l := c.Controller().With("name", "")
@@ -181,6 +184,7 @@ var ControllerMetricsMissing = &Alert{
 	},
 	Summary:     "A controller target exports no controller-runtime metrics.",
 	Description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller-runtime controller metrics, which the job has exported before: its controllers did not start, or their metrics go to another registry.",
+	NextStep:    "Fetch the target's /metrics and look for controller_runtime_reconcile_total: its controllers did not start, or their metrics go to a registry the manager does not serve.",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
 	Cases: func(c *caseEnv) []Case {
 		l := c.Target("controllerTargets")
@@ -308,7 +312,8 @@ var ClassicHistogramsMissing = &Alert{
 			"  "+sel(reconcileTime+"_count", s)+"\n"))
 	},
 	Summary:     "Prometheus keeps a controller's histograms only as native histograms.",
-	Description: "Prometheus stores the reconcile-time histogram of job {{ $labels.namespace }}/{{ $labels.job }} only as a native histogram, without its _bucket, _count and _sum series: reconcile latency, queue wait and queue backlog cannot be measured or alerted on for its controllers. Scrape the job with always_scrape_classic_histograms: true (scrapeClassicHistograms on a ServiceMonitor).",
+	Description: "Prometheus stores the reconcile-time histogram of job {{ $labels.namespace }}/{{ $labels.job }} only as a native histogram, without its _bucket, _count and _sum series: reconcile latency, queue wait and queue backlog cannot be measured or alerted on for its controllers.",
+	NextStep:    "Prometheus ingests this job's histograms as native histograms only (scrape_native_histograms or convert_classic_histograms_to_nhcb without always_scrape_classic_histograms). Set always_scrape_classic_histograms: true on its scrape configuration (scrapeClassicHistograms: true on its ServiceMonitor or PodMonitor); until then reconcile latency, queue wait and queue backlog cannot be checked.",
 	Panel:       PanelRef{"controller", "Reconcile latency"},
 	Cases: func(c *caseEnv) []Case {
 		l := c.Controller()

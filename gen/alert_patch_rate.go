@@ -15,7 +15,8 @@ var PatchRateHigh = &Alert{
 	Level:       levelTarget.with("method"),
 	Expr:        func(e *exprEnv) string { return recClientRequests.Name + `{method="PATCH"} > ` + e.P("threshold") },
 	Summary:     "A controller sends PATCH requests at a high rate.",
-	Description: "The " + whereTarget + " sends {{ $value | printf \"%.2f\" }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy: compare with the audit exporter's writes by actor.",
+	Description: "The " + whereTarget + " sends {{ $value | printf \"%.2f\" }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy.",
+	NextStep:    "Find what pod <namespace>/<pod> patches and why: the audit exporter's writes by actor name the objects. Patch only when the object differs from what it should be, and keep the controller's own writes from waking it (predicates).",
 	Panel:       PanelRef{"controller", "PATCH rate per pod"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

@@ -18,7 +18,8 @@ var ProcessorStuck = &Alert{
 			" > " + e.P("threshold")
 	},
 	Summary:     "A controller's reconcile has been running for too long.",
-	Description: "A worker of " + whereController + " has been processing one item for {{ $value | humanizeDuration }}. Look for a call without a timeout.",
+	Description: "A worker of " + whereController + " has been processing one item for {{ $value | humanizeDuration }}.",
+	NextStep:    "A worker is blocked on one item: take a goroutine dump (SIGQUIT, or /debug/pprof/goroutine?debug=2) of a pod of <namespace>/<job> and put a timeout (context.WithTimeout) on the call it waits on.",
 	Panel:       PanelRef{"controller", "Longest running processor"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

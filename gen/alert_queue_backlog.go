@@ -19,7 +19,8 @@ var QueueBacklog = &Alert{
 			recQueueAdds.Name+" > "+recQueueCompletions.Name)
 	},
 	Summary:     "A controller's work queue is deep and still growing.",
-	Description: "The work queue of " + whereController + " holds {{ $value | humanize }} items and items are added faster than they are completed. Check reconcile latency, errors and worker saturation.",
+	Description: "The work queue of " + whereController + " holds {{ $value | humanize }} items and items are added faster than they are completed.",
+	NextStep:    "Find why completions lag behind adds: slow or failing reconciles (their alerts fire too), saturated workers (raise MaxConcurrentReconciles when reconciles wait on I/O) or a burst of adds (predicates such as GenerationChangedPredicate keep metadata churn out).",
 	Panel:       PanelRef{"controller", "Adds vs completions"},
 	Cases: func(c *caseEnv) []Case {
 		d := c.P("depth")

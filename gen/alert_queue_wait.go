@@ -24,7 +24,8 @@ var QueueWaitHigh = &Alert{
 			recQueueDepthNormal.Name+" > 0")
 	},
 	Summary:     "Items wait too long in a controller's work queue.",
-	Description: "{{ $value | humanizePercentage }} of the items of " + whereController + " waited more than ⟦@bucket:g⟧s in the queue while normal-priority items are queued. Look for a resync or startup storm, or too few workers.",
+	Description: "{{ $value | humanizePercentage }} of the items of " + whereController + " waited more than ⟦@bucket:g⟧s in the queue while normal-priority items are queued.",
+	NextStep:    "Items wait behind others: when priority -100 items (initial list, resync) fill the queue this is a startup or resync storm; otherwise add workers or make reconciles faster.",
 	Panel:       PanelRef{"controller", "Queue wait"},
 	Cases: func(c *caseEnv) []Case {
 		share := c.P("share")

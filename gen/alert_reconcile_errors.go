@@ -20,7 +20,8 @@ var ReconcileErrors = &Alert{
 	Level:       levelController,
 	Expr:        func(e *exprEnv) string { return recErrorRatio5m.Name + " > " + e.P("threshold") },
 	Summary:     "A controller's reconciles fail.",
-	Description: "{{ $value | humanizePercentage }} of the reconciles of " + whereController + " return an error other than a conflict. Read the controller's logs for the error.",
+	Description: "{{ $value | humanizePercentage }} of the reconciles of " + whereController + " return an error other than a conflict.",
+	NextStep:    "Read the errors: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -i error. Expected waits should return ctrl.Result{RequeueAfter: d} with a nil error: those count as requeue_after, not as errors.",
 	Panel:       PanelRef{"controller", "Reconciles by result"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

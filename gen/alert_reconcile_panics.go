@@ -19,7 +19,8 @@ var ReconcilePanics = &Alert{
 			" > " + e.P("threshold")
 	},
 	Summary:     "A controller's reconciles panic.",
-	Description: "The reconciles of " + whereController + " panicked {{ $value | printf \"%.0f\" }} times in the last 10 minutes. controller-runtime recovers each panic and retries the object with backoff: read the controller's logs for the stack trace.",
+	Description: "The reconciles of " + whereController + " panicked {{ $value | printf \"%.0f\" }} times in the last 10 minutes. controller-runtime recovers each panic and retries the object with backoff.",
+	NextStep:    "Read the stack trace: kubectl -n <namespace> logs deploy/<job> --since=15m | grep -A 30 -i panic. Guard the nil pointer or index the trace points at; controller-runtime retries the object with backoff until then.",
 	Panel:       PanelRef{"controller", "Errors"},
 	Cases: func(c *caseEnv) []Case {
 		th := c.P("threshold")

@@ -21,6 +21,7 @@ var ReconcileSlow = &Alert{
 	},
 	Summary:     "A controller's reconciles are slow.",
 	Description: "{{ $value | humanizePercentage }} of the reconciles of " + whereController + " took longer than ⟦@bucket:g⟧s. Slow external calls or N+1 API reads are the usual causes.",
+	NextStep:    "Find the slow call: put timeouts on calls to external systems, read from the informer cache with field indexes instead of the API server, and compare with the API calls per reconcile.",
 	Panel:       PanelRef{"controller", "Reconcile latency"},
 	Cases: func(c *caseEnv) []Case {
 		share := c.P("share")

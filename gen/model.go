@@ -20,6 +20,7 @@ type Rule struct {
 	Severity    Severity
 	Summary     string
 	Description string
+	NextStep    string
 	// Decl and Recording are the declarations the rule comes from.
 	Decl      *Alert
 	Recording *Recording
@@ -78,6 +79,7 @@ func Build(cfg Config) (*Model, error) {
 					Severity:    s.Severity,
 					Summary:     a.Summary,
 					Description: localRefs(&exprEnv{b: b, a: a}, a.Description),
+					NextStep:    nextStepTemplate(localRefs(&exprEnv{b: b, a: a}, a.NextStep)),
 					Decl:        a,
 				})
 			}
@@ -169,6 +171,7 @@ func (m *Model) annotationTemplates(r Rule) map[string]string {
 	return map[string]string{
 		"summary":     r.Summary,
 		"description": r.Description,
+		"next_step":   r.NextStep,
 		"runbook_url": m.Params.S("runbookBaseURL", m.Config.RunbookBaseURL) + r.Alert + ".md",
 	}
 }
@@ -186,9 +189,9 @@ func (m *Model) AlertRule(a *Alert) (rulefmt.Rule, bool) {
 	return out, err == nil
 }
 
-// Annotations renders the annotations of alert a (summary, description, runbook_url) for one
-// instance with these labels and value, as Prometheus renders them. It is false when the config
-// leaves a out.
+// Annotations renders the annotations of alert a (summary, description, next_step,
+// runbook_url) for one instance with these labels and value, as Prometheus renders them. It is
+// false when the config leaves a out.
 func (m *Model) Annotations(a *Alert, labels map[string]string, value float64) (map[string]string, bool, error) {
 	r, ok := m.rule(a)
 	if !ok {

@@ -12,7 +12,8 @@
             [if "%(queueBacklogFor)s" % $._config != '0s' then 'for']: "%(queueBacklogFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The work queue of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} holds {{ $value | humanize }} items and items are added faster than they are completed. Check reconcile latency, errors and worker saturation.",
+              description: "The work queue of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} holds {{ $value | humanize }} items and items are added faster than they are completed.",
+              next_step: "Find why completions lag behind adds: slow or failing reconciles (their alerts fire too), saturated workers (raise MaxConcurrentReconciles when reconciles wait on I/O) or a burst of adds (predicates such as GenerationChangedPredicate keep metadata churn out).",
               runbook_url: "%(runbookBaseURL)sLoopwatchQueueBacklog.md" % $._config,
               summary: "A controller's work queue is deep and still growing.",
             },
@@ -29,7 +30,8 @@
             [if "%(processorStuckFor)s" % $._config != '0s' then 'for']: "%(processorStuckFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "A worker of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has been processing one item for {{ $value | humanizeDuration }}. Look for a call without a timeout.",
+              description: "A worker of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has been processing one item for {{ $value | humanizeDuration }}.",
+              next_step: "A worker is blocked on one item: take a goroutine dump (SIGQUIT, or /debug/pprof/goroutine?debug=2) of a pod of {{ $labels.namespace }}/{{ $labels.job }} and put a timeout (context.WithTimeout) on the call it waits on.",
               runbook_url: "%(runbookBaseURL)sLoopwatchProcessorStuck.md" % $._config,
               summary: "A controller's reconcile has been running for too long.",
             },
@@ -46,7 +48,8 @@
             [if "%(queueWaitFor)s" % $._config != '0s' then 'for']: "%(queueWaitFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $value | humanizePercentage }} of the items of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} waited more than %(queueWaitBucket)gs in the queue while normal-priority items are queued. Look for a resync or startup storm, or too few workers." % $._config,
+              description: "{{ $value | humanizePercentage }} of the items of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} waited more than %(queueWaitBucket)gs in the queue while normal-priority items are queued." % $._config,
+              next_step: "Items wait behind others: when priority -100 items (initial list, resync) fill the queue this is a startup or resync storm; otherwise add workers or make reconciles faster.",
               runbook_url: "%(runbookBaseURL)sLoopwatchQueueWaitHigh.md" % $._config,
               summary: "Items wait too long in a controller's work queue.",
             },
@@ -64,6 +67,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "{{ $value | humanizePercentage }} of the reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} took longer than %(reconcileLatencyBucket)gs. Slow external calls or N+1 API reads are the usual causes." % $._config,
+              next_step: "Find the slow call: put timeouts on calls to external systems, read from the informer cache with field indexes instead of the API server, and compare with the API calls per reconcile.",
               runbook_url: "%(runbookBaseURL)sLoopwatchReconcileSlow.md" % $._config,
               summary: "A controller's reconciles are slow.",
             },
@@ -80,7 +84,8 @@
             [if "%(reconcileErrorsFor)s" % $._config != '0s' then 'for']: "%(reconcileErrorsFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $value | humanizePercentage }} of the reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} return an error other than a conflict. Read the controller's logs for the error.",
+              description: "{{ $value | humanizePercentage }} of the reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} return an error other than a conflict.",
+              next_step: "Read the errors: kubectl -n {{ $labels.namespace }} logs deploy/{{ $labels.job }} --since=15m | grep -i error. Expected waits should return ctrl.Result{RequeueAfter: d} with a nil error: those count as requeue_after, not as errors.",
               runbook_url: "%(runbookBaseURL)sLoopwatchReconcileErrors.md" % $._config,
               summary: "A controller's reconciles fail.",
             },
@@ -91,7 +96,8 @@
             [if "%(reconcilePanicsFor)s" % $._config != '0s' then 'for']: "%(reconcilePanicsFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} panicked {{ $value | printf \"%.0f\" }} times in the last 10 minutes. controller-runtime recovers each panic and retries the object with backoff: read the controller's logs for the stack trace.",
+              description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} panicked {{ $value | printf \"%.0f\" }} times in the last 10 minutes. controller-runtime recovers each panic and retries the object with backoff.",
+              next_step: "Read the stack trace: kubectl -n {{ $labels.namespace }} logs deploy/{{ $labels.job }} --since=15m | grep -A 30 -i panic. Guard the nil pointer or index the trace points at; controller-runtime retries the object with backoff until then.",
               runbook_url: "%(runbookBaseURL)sLoopwatchReconcilePanics.md" % $._config,
               summary: "A controller's reconciles panic.",
             },
@@ -103,6 +109,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "The oldest object being deleted that still carries finalizer {{ $labels.finalizer }} of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} has waited {{ $value | humanizeDuration }}. The clean-up the finalizer guards is failing or has no timeout.",
+              next_step: "Bound the clean-up finalizer {{ $labels.finalizer }} guards with a timeout and remove the finalizer when it gives up (an orphan sweep can finish later); list the stuck objects: those with a deletionTimestamp that still carry {{ $labels.finalizer }}.",
               runbook_url: "%(runbookBaseURL)sLoopwatchFinalizerStuck.md" % $._config,
               summary: "Objects wait too long on a controller's finalizer.",
             },
@@ -119,7 +126,8 @@
             [if "%(patchRateFor)s" % $._config != '0s' then 'for']: "%(patchRateFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) sends {{ $value | printf \"%.2f\" }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy: compare with the audit exporter's writes by actor.",
+              description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) sends {{ $value | printf \"%.2f\" }} PATCH requests per second. A write that changes nothing, or a field other writers change back, keeps it busy.",
+              next_step: "Find what pod {{ $labels.namespace }}/{{ $labels.pod }} patches and why: the audit exporter's writes by actor name the objects. Patch only when the object differs from what it should be, and keep the controller's own writes from waking it (predicates).",
               runbook_url: "%(runbookBaseURL)sLoopwatchPatchRateHigh.md" % $._config,
               summary: "A controller sends PATCH requests at a high rate.",
             },
@@ -131,6 +139,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "The controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} reconciles {{ $value | printf \"%.2f\" }} times per second and writes on every reconcile, rewriting the same objects over and over: each write wakes it again. A value that changes on every pass (a timestamp annotation, a condition whose lastTransitionTime is set each time) keeps the loop going.",
+              next_step: "Stop the controller re-triggering itself: do not write what changes on every pass (timestamps, counters, a status rebuilt each time), patch status only when it changed, and filter its own updates with GenerationChangedPredicate.",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotLoop.md" % $._config,
               summary: "A controller keeps re-triggering itself with its own writes.",
             },
@@ -147,7 +156,8 @@
             [if "%(apiCallsPerReconcileFor)s" % $._config != '0s' then 'for']: "%(apiCallsPerReconcileFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The {{ if $labels.controller }}controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }}{{ else }}pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}){{ end }} makes {{ $value | humanize }} API calls per reconcile. Read from the informer cache with field indexes instead of listing or getting per object.",
+              description: "The {{ if $labels.controller }}controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }}{{ else }}pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}){{ end }} makes {{ $value | humanize }} API calls per reconcile.",
+              next_step: "Read through the manager's cached client instead of the API server, look objects up by a field index instead of listing and filtering, and never GET per object in a loop.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAPICallsPerReconcileHigh.md" % $._config,
               summary: "A controller makes many API calls per reconcile.",
             },
@@ -165,6 +175,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "The pod {{ $labels.namespace }}/{{ $labels.pod }} (job {{ $labels.job }}) exports controller-runtime metrics for controller {{ $labels.controller }} but no workqueue_* series: another workqueue metrics provider was registered before controller-runtime's. Queue depth and wait alerts cannot fire for it.",
+              next_step: "Another workqueue metrics provider was registered before controller-runtime's (client-go's workqueue.SetProvider: the first caller wins). Remove it or let controller-runtime register first; until then queue depth, growth and wait cannot be checked.",
               runbook_url: "%(runbookBaseURL)sLoopwatchWorkqueueMetricsMissing.md" % $._config,
               summary: "A controller exports no workqueue metrics.",
             },
@@ -181,7 +192,8 @@
             [if "%(workqueueControllerLabelMissingFor)s" % $._config != '0s' then 'for']: "%(workqueueControllerLabelMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the workqueue_* series of {{ $value }} of its controllers without the controller label, as controller-runtime v0.18 and older do: queue backlog, queue wait and stuck-worker alerts cannot fire for them. Upgrade controller-runtime to v0.19 or later, or copy the name label into controller for workqueue_* series in the job's metric relabeling.",
+              description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the workqueue_* series of {{ $value }} of its controllers without the controller label, as controller-runtime v0.18 and older do: queue backlog, queue wait and stuck-worker alerts cannot fire for them.",
+              next_step: "The job's controllers are built with controller-runtime v0.18 or older, whose workqueue series carry the queue's name but no controller label. Upgrade controller-runtime to v0.19 or later, or copy name into controller for the job's workqueue_* series in its metric relabeling (the alert's runbook has the rule); until then queue depth, growth, wait and stuck workers cannot be checked.",
               runbook_url: "%(runbookBaseURL)sLoopwatchWorkqueueControllerLabelMissing.md" % $._config,
               summary: "A controller's workqueue metrics lack the controller label.",
             },
@@ -198,7 +210,8 @@
             [if "%(classicHistogramsMissingFor)s" % $._config != '0s' then 'for']: "%(classicHistogramsMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "Prometheus stores the reconcile-time histogram of job {{ $labels.namespace }}/{{ $labels.job }} only as a native histogram, without its _bucket, _count and _sum series: reconcile latency, queue wait and queue backlog cannot be measured or alerted on for its controllers. Scrape the job with always_scrape_classic_histograms: true (scrapeClassicHistograms on a ServiceMonitor).",
+              description: "Prometheus stores the reconcile-time histogram of job {{ $labels.namespace }}/{{ $labels.job }} only as a native histogram, without its _bucket, _count and _sum series: reconcile latency, queue wait and queue backlog cannot be measured or alerted on for its controllers.",
+              next_step: "Prometheus ingests this job's histograms as native histograms only (scrape_native_histograms or convert_classic_histograms_to_nhcb without always_scrape_classic_histograms). Set always_scrape_classic_histograms: true on its scrape configuration (scrapeClassicHistograms: true on its ServiceMonitor or PodMonitor); until then reconcile latency, queue wait and queue backlog cannot be checked.",
               runbook_url: "%(runbookBaseURL)sLoopwatchClassicHistogramsMissing.md" % $._config,
               summary: "Prometheus keeps a controller's histograms only as native histograms.",
             },
@@ -215,7 +228,8 @@
             [if "%(maxConcurrentReconcilesMissingFor)s" % $._config != '0s' then 'for']: "%(maxConcurrentReconcilesMissingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the reconcile metrics of {{ $value }} of its controllers without controller_runtime_max_concurrent_reconciles, which controller-runtime sets when it starts a controller: the job's metric relabeling drops it. The queue backlog and queue wait alerts count a replica's queue only where that series shows the controller runs, and the workqueue setup alerts look controllers up by it: none of them can fire for these controllers. Keep controller_runtime_max_concurrent_reconciles in the job's metric relabeling.",
+              description: "Job {{ $labels.namespace }}/{{ $labels.job }} exports the reconcile metrics of {{ $value }} of its controllers without controller_runtime_max_concurrent_reconciles, which controller-runtime sets when it starts a controller: the job's metric relabeling drops it. The queue backlog and queue wait alerts count a replica's queue only where that series shows the controller runs, and the workqueue setup alerts look controllers up by it: none of them can fire for these controllers.",
+              next_step: "The job's metric relabeling drops controller_runtime_max_concurrent_reconciles (a keep-list that leaves it out). Keep it (the alert's runbook has a keep-list with every metric loopwatch reads); until then queue depth, growth and wait, and the workqueue setup checks, cannot be checked.",
               runbook_url: "%(runbookBaseURL)sLoopwatchMaxConcurrentReconcilesMissing.md" % $._config,
               summary: "A controller's metrics lack controller_runtime_max_concurrent_reconciles.",
             },
@@ -233,6 +247,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "Target {{ $labels.instance }} of job {{ $labels.job }} is up but exports no controller-runtime controller metrics, which the job has exported before: its controllers did not start, or their metrics go to another registry.",
+              next_step: "Fetch the target's /metrics and look for controller_runtime_reconcile_total: its controllers did not start, or their metrics go to a registry the manager does not serve.",
               runbook_url: "%(runbookBaseURL)sLoopwatchControllerMetricsMissing.md" % $._config,
               summary: "A controller target exports no controller-runtime metrics.",
             },
@@ -249,7 +264,8 @@
             [if "%(leaderMissingFor)s" % $._config != '0s' then 'for']: "%(leaderMissingFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
-              description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} has held lease {{ $labels.name }} for %(leaderMissingHandover)gs: nothing reconciles. Check the replicas' logs for lease renewal errors and the API server's health." % $._config,
+              description: "No replica of {{ $labels.namespace }}/{{ $labels.job }} has held lease {{ $labels.name }} for %(leaderMissingHandover)gs: nothing reconciles." % $._config,
+              next_step: "Read the replicas' logs for lease renewal errors, check the API server's health and the lease: kubectl -n {{ $labels.namespace }} get lease {{ $labels.name }} -o yaml.",
               runbook_url: "%(runbookBaseURL)sLoopwatchLeaderMissing.md" % $._config,
               summary: "A controller has no leader.",
             },
@@ -266,7 +282,8 @@
             [if "%(leaderMultipleFor)s" % $._config != '0s' then 'for']: "%(leaderMultipleFor)s" % $._config,
             labels: { severity: "critical" },
             annotations: {
-              description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object: check that they share one Lease object (the same lease namespace) and that clocks agree.",
+              description: "{{ $value }} replicas of {{ $labels.namespace }}/{{ $labels.job }} claim lease {{ $labels.name }} at once. They will race on every object.",
+              next_step: "Make every replica use the same Lease object (the same LeaderElectionID and LeaderElectionNamespace) and check that their clocks agree.",
               runbook_url: "%(runbookBaseURL)sLoopwatchLeaderMultiple.md" % $._config,
               summary: "A controller has more than one leader.",
             },
@@ -284,6 +301,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "Leadership of lease {{ $labels.name }} in {{ $labels.namespace }}/{{ $labels.job }} changed {{ $value }} times in the last hour. Replicas that crash or miss renewals (CPU throttling, slow API server) hand the lease back and forth; each handover restarts every informer.",
+              next_step: "Replicas hand the lease back and forth: look for restarts (kubectl -n {{ $labels.namespace }} get pods), CPU throttling and slow API calls; a longer lease duration and renew deadline ride them out.",
               runbook_url: "%(runbookBaseURL)sLoopwatchLeaderFlapping.md" % $._config,
               summary: "A controller's leadership changes too often.",
             },
@@ -301,6 +319,7 @@
             labels: { severity: "critical" },
             annotations: {
               description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} fail at {{ $value | humanizePercentage }}: at this rate the error budget of the reconcile success objective is gone within days.",
+              next_step: "The reconcile success objective will be missed within days: find and fix the failing call (kubectl -n {{ $labels.namespace }} logs deploy/{{ $labels.job }} | grep -i error).",
               runbook_url: "%(runbookBaseURL)sLoopwatchErrorBudgetBurnFast.md" % $._config,
               summary: "A controller burns its reconcile error budget fast.",
             },
@@ -312,6 +331,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "The reconciles of controller {{ $labels.controller }} of {{ $labels.namespace }}/{{ $labels.job }} fail at {{ $value | humanizePercentage }} over hours: the error budget of the reconcile success objective will not last the month.",
+              next_step: "A steady share of reconciles fails: find the failing call before the month's error budget is gone (kubectl -n {{ $labels.namespace }} logs deploy/{{ $labels.job }} | grep -i error).",
               runbook_url: "%(runbookBaseURL)sLoopwatchErrorBudgetBurnSlow.md" % $._config,
               summary: "A controller burns its reconcile error budget.",
             },
@@ -332,7 +352,8 @@
             [if "%(writeFightFor)s" % $._config != '0s' then 'for']: "%(writeFightFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window){{ if $labels.job }}; {{ $labels.namespace }}/{{ $labels.job }} is one of them{{ end }}. Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}. Find which field both set: kubectl get --show-managed-fields, and the Active fights table (each actor's field manager).",
+              description: "{{ $labels.actor_a }} and {{ $labels.actor_b }} took turns writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} ({{ $value }} handoffs in the exporter's fight window){{ if $labels.job }}; {{ $labels.namespace }}/{{ $labels.job }} is one of them{{ end }}. Each undoes the other: two controllers that disagree about one field{{ if $labels.mutating_webhook }}, or a mutating admission webhook, {{ $labels.mutating_webhook }}, that rewrites what one of them writes{{ end }}.",
+              next_step: "Find the field both set: kubectl get {{ $labels.resource }} -n {{ $labels.object_namespace }} {{ $labels.object_name }} -o yaml --show-managed-fields (the audit dashboard's Active fights table names each actor's field manager). Then make one of {{ $labels.actor_a }} and {{ $labels.actor_b }} stop writing it, or agree on one owner.",
               runbook_url: "%(runbookBaseURL)sLoopwatchWriteFight.md" % $._config,
               summary: "Two actors keep overwriting each other's writes to one object.",
             },
@@ -344,6 +365,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "{{ $labels.actor }}{{ if $labels.job }} ({{ $labels.namespace }}/{{ $labels.job }}){{ end }} writes {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} {{ $value | printf \"%.2f\" }} times per second. {{ if $labels.mutating_webhook }}The mutating admission webhook {{ $labels.mutating_webhook }} changes these writes: a controller that keeps writing back what the webhook rewrites loops with it.{{ else }}A controller that writes on every reconcile (a timestamp, a status that always changes) re-triggers itself.{{ end }}",
+              next_step: "{{ $labels.actor }} rewrites {{ $labels.resource }} {{ $labels.object_namespace }}/{{ $labels.object_name }} again and again: write only when the object differs from what it should be, and keep its own writes from waking it.",
               runbook_url: "%(runbookBaseURL)sLoopwatchHotObject.md" % $._config,
               summary: "One actor rewrites one object at a high rate.",
             },
@@ -354,7 +376,8 @@
             [if "%(replicaRaceFor)s" % $._config != '0s' then 'for']: "%(replicaRaceFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $value }} pods of {{ $labels.actor }}{{ if $labels.job }} ({{ $labels.namespace }}/{{ $labels.job }}){{ end }} wrote {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} within the race window: the replicas reconcile the same objects at once. Check that leader election is on and that they share one lease.",
+              description: "{{ $value }} pods of {{ $labels.actor }}{{ if $labels.job }} ({{ $labels.namespace }}/{{ $labels.job }}){{ end }} wrote {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ if $labels.object_namespace }}{{ $labels.object_namespace }}/{{ end }}{{ $labels.object_name }}{{ if $labels.subresource }} ({{ $labels.subresource }}){{ end }} within the race window: the replicas reconcile the same objects at once.",
+              next_step: "Replicas of {{ $labels.actor }} reconcile the same objects at once: turn leader election on (all replicas sharing one lease), or run one replica.",
               runbook_url: "%(runbookBaseURL)sLoopwatchReplicaRace.md" % $._config,
               summary: "Several replicas of one controller write the same object.",
             },
@@ -366,6 +389,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "{{ $labels.actor }} gets {{ $value | printf \"%.2f\" }} conflicts per second writing {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }}: it updates from stale reads, or races another writer (another replica, another controller) for the same objects.",
+              next_step: "{{ $labels.actor }} updates {{ $labels.resource }} from stale reads or races another writer: patch (or server-side apply) instead of update, and look for another writer of the same objects.",
               runbook_url: "%(runbookBaseURL)sLoopwatchConflictStorm.md" % $._config,
               summary: "An actor's writes are rejected with 409 Conflict at a high rate.",
             },
@@ -376,7 +400,8 @@
             [if "%(relistStormFor)s" % $._config != '0s' then 'for']: "%(relistStormFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Informers relisting after 410 Gone, restarts in a loop, or a client listing per reconcile load the API server. Needs an audit policy that records list and watch at Metadata level.",
+              description: "{{ $labels.actor }} loads the whole of {{ $labels.resource }}{{ if $labels.group }}.{{ $labels.group }}{{ end }} {{ $value | printf \"%.2f\" }} times per second: LISTs, or WATCHes that send the initial state (WatchList, how client-go from 1.35 lists). Needs an audit policy that records list and watch at Metadata level.",
+              next_step: "Find why {{ $labels.actor }} lists {{ $labels.resource }} so often: restarts in a loop (kubectl get pods), watches expiring with 410 Gone, or a client listing per reconcile instead of reading the cache.",
               runbook_url: "%(runbookBaseURL)sLoopwatchRelistStorm.md" % $._config,
               summary: "An actor relists a resource at a high rate.",
             },
@@ -387,7 +412,8 @@
             [if "%(exporterNotReceivingFor)s" % $._config != '0s' then 'for']: "%(exporterNotReceivingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} received no audit batch for 10 minutes, or is down: fights, hot objects and races go unseen. Check the API server's --audit-webhook-config-file, the webhook's client certificate, and apiserver_audit_error_total.",
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} received no audit batch for 10 minutes, or is down: fights, hot objects and races go unseen.",
+              next_step: "Check the API server's --audit-webhook-config-file, the webhook's client certificate and apiserver_audit_error_total, and that the exporter {{ $labels.namespace }}/{{ $labels.job }} is up and reachable from the API server.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterNotReceiving.md" % $._config,
               summary: "The audit exporter receives no audit events.",
             },
@@ -398,7 +424,8 @@
             [if "%(exporterDroppingFor)s" % $._config != '0s' then 'for']: "%(exporterDroppingFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): see loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
+              description: "The loopwatch exporter {{ $labels.namespace }}/{{ $labels.job }} rejects deliveries or drops events ({{ $value | printf \"%.2f\" }}/s): fights and races may go unseen. The API server retries a rejected batch 4 times, then drops it; Firehose and Pub/Sub retry for a while, then give up. too_large or too_many_events: batches over the exporter's limits (the API server's --audit-webhook-truncate-enabled with a small enough max event size keeps them below); slow_body, overloaded: a sender too slow or too many at once; unauthenticated, forbidden, plain_http: a sender without the right credentials or scheme.",
+              next_step: "Read the reason of the refusals: loopwatch_audit_requests_total (webhook) and loopwatch_audit_source_deliveries_total (managed-cluster sources) by reason, and loopwatch_audit_source_records_total for records that could not be read.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditExporterDropping.md" % $._config,
               summary: "The audit exporter rejects or drops audit data.",
             },
@@ -410,6 +437,7 @@
             labels: { severity: "critical" },
             annotations: {
               description: "kube-apiserver {{ $labels.instance }} drops {{ $value | printf \"%.2f\" }} audit events per second (webhook delivery failed after its retries, or its buffer was full). The audit exporter's view, and any audit trail fed by the webhook, has gaps.",
+              next_step: "The API server drops audit events: check that the exporter is reachable from it and answers quickly.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAuditWebhookErrors.md" % $._config,
               summary: "The API server fails to deliver audit events.",
             },
@@ -427,6 +455,7 @@
             labels: { severity: "warning" },
             annotations: {
               description: "API Priority and Fairness rejects {{ $value | humanizePercentage }} of the requests of the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}) with 429 Too Many Requests: the priority level's seats are busy and the controller's queues are full, or its requests time out in them. The controller slows down and retries.",
+              next_step: "The controller of FlowSchema {{ $labels.flow_schema }} is throttled: find what it sends (its API calls per reconcile, relists, writes that re-trigger it) before giving priority level {{ $labels.priority_level }} more seats.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAPFRequestsRejected.md" % $._config,
               summary: "The API server rejects a controller's requests.",
             },
@@ -437,7 +466,8 @@
             [if "%(apfQueueWaitFor)s" % $._config != '0s' then 'for']: "%(apfQueueWaitFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "{{ $value | humanizePercentage }} of the requests of the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}) waited more than %(apfQueueWaitBucket)gs in API Priority and Fairness queues: every seat of the priority level is busy. Look for the FlowSchemas that fill the level, and for what makes this controller send more than usual." % $._config,
+              description: "{{ $value | humanizePercentage }} of the requests of the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}) waited more than %(apfQueueWaitBucket)gs in API Priority and Fairness queues: every seat of the priority level is busy." % $._config,
+              next_step: "Every seat of priority level {{ $labels.priority_level }} is busy: see which FlowSchemas fill it (apiserver_flowcontrol_dispatched_requests_total by flow_schema) and what makes {{ $labels.flow_schema }} send more than usual.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAPFQueueWaitHigh.md" % $._config,
               summary: "A controller's requests wait long in the API server's queues.",
             },
@@ -448,7 +478,8 @@
             [if "%(apfRequestRateFor)s" % $._config != '0s' then 'for']: "%(apfRequestRateFor)s" % $._config,
             labels: { severity: "warning" },
             annotations: {
-              description: "The API server executes {{ $value | printf \"%.1f\" }} requests per second for the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}). A controller reading from its cache sends few: look for reads per reconcile (N+1), writes that re-trigger reconciles, or relists.",
+              description: "The API server executes {{ $value | printf \"%.1f\" }} requests per second for the controller of FlowSchema {{ $labels.flow_schema }} (priority level {{ $labels.priority_level }}). A controller reading from its cache sends few.",
+              next_step: "The controller of FlowSchema {{ $labels.flow_schema }} sends many requests: read from its cache, look objects up by field index, and stop writes that re-trigger its reconciles.",
               runbook_url: "%(runbookBaseURL)sLoopwatchAPFRequestRateHigh.md" % $._config,
               summary: "A controller sends many requests to the API server.",
             },

@@ -86,7 +86,7 @@ func (s *Scene) show(ctx context.Context, out io.Writer) error {
 	}
 	for _, a := range alerts {
 		fmt.Fprintln(out, a)
-		for _, k := range []model.LabelName{"summary", "description", "runbook_url"} {
+		for _, k := range []model.LabelName{"summary", "description", "next_step", "runbook_url"} {
 			fmt.Fprintf(out, "    %s: %s\n", k, a.Annotations[k])
 		}
 	}

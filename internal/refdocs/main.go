@@ -1,7 +1,9 @@
 // Command refdocs writes the reference documents derived from the declarations:
 // docs/configuration.md (every config field and every alert setting with its default and
-// meaning, and the mixin's `_config` keys), docs/runbooks/README.md (the runbook index) and the
-// exporter's metric table in docs/exporter.md (from the metrics catalogue).
+// meaning, and the mixin's `_config` keys), docs/runbooks/README.md (the runbook index), the
+// generated header of every runbook (severity, `for`, settings, panel, next step and expression,
+// from the alert's declaration) and the exporter's metric table in docs/exporter.md (from the
+// metrics catalogue).
 // `make generate` runs it from the repository root; `make check-generated` fails when the
 // committed copies are stale.
 package main
@@ -46,10 +48,13 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	for path, content := range map[string][]byte{
-		configDoc:    configuration(fields, m),
-		runbookIndex: runbooks(),
-	} {
+	pages, err := runbookPages(".", m)
+	if err != nil {
+		return err
+	}
+	pages[configDoc] = configuration(fields, m)
+	pages[runbookIndex] = runbooks()
+	for path, content := range pages {
 		if err := os.WriteFile(path, content, 0o644); err != nil {
 			return err
 		}
@@ -251,8 +256,12 @@ func runbooks() []byte {
 	b.WriteString(`# Runbooks
 
 One runbook per alert of ` + "`rules/loopwatch.rules.yaml`" + `; each alert's ` + "`runbook_url`" + ` points at its
-file. Every runbook has the same sections: Meaning, Impact (what the failure costs), Diagnosis
-(the dashboard panel that shows the signal, PromQL, kubectl), Mitigation and False positives.
+file. Every runbook starts with a header that ` + "`make generate`" + ` writes from the alert's declaration
+(severity, ` + "`for`" + `, its settings with their defaults and config keys, the dashboard panel, the next
+step, which is also the alert's ` + "`next_step`" + ` annotation and ` + "`loopwatch diagnose`" + `'s advice, and the
+expression); the rest is written by hand, in the same sections: Meaning, Impact (what the failure
+costs), Diagnosis (the dashboard panel that shows the signal, PromQL, kubectl), Mitigation and
+False positives.
 ` + "`go test ./testrules/`" + ` checks that every alert has a runbook here and every runbook an alert.
 
 | group | alert | severity | summary | panel |
