@@ -55,6 +55,17 @@ func (c ElectionConfig) TakeoverWindow() time.Duration {
 	return c.LeaseDuration + 3*c.RetryPeriod
 }
 
+// HoldOff is how long a starting replica waits before it first contends for the lease. A
+// replica that starts holds nothing of the leader's; the standbys in step with it hold everything
+// it acknowledged. In a rolling update a new replica starts as an old leader stops and releases
+// the lease: were the new one to acquire it first, the old leader's waiting writes and unscraped
+// increments would go with it. The standbys retry every RetryPeriod (jittered, up to 1.2 of it),
+// so a starting replica that waits two periods and a half lets one of them take over first.
+func (c ElectionConfig) HoldOff() time.Duration {
+	c = c.withDefaults()
+	return 2*c.RetryPeriod + c.RetryPeriod/2
+}
+
 // errLeaseLost is RunElection's error when the leader lost its lease while it was serving.
 var errLeaseLost = errors.New("lost the exporter's lease")
 
@@ -98,6 +109,11 @@ func (e *Exporter) RunElection(ctx context.Context, cfg ElectionConfig) error {
 	})
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
+	}
+	select {
+	case <-time.After(cfg.HoldOff()):
+	case <-ctx.Done():
+		return nil
 	}
 	le.Run(ctx)
 	if ctx.Err() == nil {
