@@ -27,3 +27,20 @@ func TestRenderRefusesAMissingBenchmark(t *testing.T) {
 		t.Error("render of no runs succeeded")
 	}
 }
+
+// TestPerformancePageHoldsTheExporterTable checks that docs/performance.md shows what the last
+// `make bench-exporter` measured, as render writes it: the table is the command's, not a hand
+// edit.
+func TestPerformancePageHoldsTheExporterTable(t *testing.T) {
+	var r Run
+	if err := Table.Load("../..", &r); err != nil {
+		t.Fatal(err)
+	}
+	body, err := render(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Table.Check("../..", body); err != nil {
+		t.Error(err)
+	}
+}
