@@ -187,7 +187,12 @@ func scan(out io.Reader, start time.Time, r *Run) []Step {
 		}
 		if i := strings.Index(line, "FIRING "); i >= 0 && r.FirstAlertName == "" {
 			r.FirstAlert = at
-			r.FirstAlertName, _, _ = strings.Cut(line[i+len("FIRING "):], " ")
+			// "FIRING LoopwatchWriteFight{labels} after 36s": the name alone.
+			name := line[i+len("FIRING "):]
+			if j := strings.IndexAny(name, "{ "); j >= 0 {
+				name = name[:j]
+			}
+			r.FirstAlertName = name
 		}
 	}
 	return steps

@@ -12,7 +12,7 @@ func TestScanFindsThePhasesAndTheFirstAlert(t *testing.T) {
 		"demo: starting etcd and kube-apiserver (audit webhook -> exporter at https://127.0.0.1:1/)",
 		"demo: kube-apiserver ready at https://127.0.0.1:2",
 		"demo: == scene write-fight (namespace write-fight)",
-		"demo: FIRING LoopwatchWriteFight after 36s",
+		`demo: FIRING LoopwatchWriteFight{actor_a="system:serviceaccount:a:b", namespace="a"} after 36s`,
 		"demo: FIRING LoopwatchOther after 40s",
 	}, "\n")
 	var r Run
@@ -41,5 +41,23 @@ func TestRenderSteps(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("steps lack %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestPagesHoldTheColdStartTables checks that the README's sentence and docs/testing.md's table
+// are what the last `make cold-start` measured, as it renders them.
+func TestPagesHoldTheColdStartTables(t *testing.T) {
+	var r Run
+	if err := Headline.Load("../..", &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.FirstAlertName == "" || r.FirstAlert <= 0 {
+		t.Fatalf("%s: no first alert recorded", Headline.DataPath())
+	}
+	if err := Headline.Check("../..", renderHeadline(r)); err != nil {
+		t.Error(err)
+	}
+	if err := Steps.Check("../..", renderSteps(r)); err != nil {
+		t.Error(err)
 	}
 }
