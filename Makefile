@@ -108,7 +108,7 @@ demo: ## One incident on a real control plane + exporter + operator + Prometheus
 	$(BIN)/loopwatch-demo -scenario=$(SCENARIO) $(if $(KEEP),-keep)
 
 .PHONY: cold-start
-cold-start: ## What a newcomer waits for: make demo on a fresh clone of HEAD with empty Go caches; writes the README's first-alert sentence and docs/testing.md's table of where the time went (~10 min; run it on an idle machine).
+cold-start: ## What a newcomer waits for: make demo on a fresh clone of HEAD with empty Go caches; writes the README's first-alert sentence and docs/testing.md's table of where the time went (~21 min; run it on an idle machine).
 	$(GO) run ./internal/coldstart -results $(CURDIR)
 
 .PHONY: e2e
